@@ -1,0 +1,139 @@
+"""Errors every layer may raise, rendered by the API in Placement's shape.
+
+The service and storage layers raise these; the API layer turns them into
+``{"errors": [{status, title, detail, request_id, code}]}`` bodies.  Keeping
+them free of any HTTP framework lets the engine, storage and client share one
+vocabulary of failure.
+"""
+
+from __future__ import annotations
+
+# Error codes, as documented by Placement's API reference.
+DEFAULT = "placement.undefined_code"
+INVENTORY_INUSE = "placement.inventory.inuse"
+CONCURRENT_UPDATE = "placement.concurrent_update"
+DUPLICATE_NAME = "placement.duplicate_name"
+PROVIDER_IN_USE = "placement.resource_provider.inuse"
+PROVIDER_CANNOT_DELETE_PARENT = "placement.resource_provider.cannot_delete_parent"
+RESOURCE_PROVIDER_NOT_FOUND = "placement.resource_provider.not_found"
+ILLEGAL_DUPLICATE_QUERYPARAM = "placement.query.duplicate_key"
+QUERYPARAM_BAD_VALUE = "placement.query.bad_value"
+QUERYPARAM_MISSING_VALUE = "placement.query.missing_value"
+
+
+class PlacementError(Exception):
+    """Base of every error that becomes a 4xx/5xx JSON response."""
+
+    status: int = 500
+    title: str = "Internal Server Error"
+    # The sentence webob-based Placement puts before every detail message;
+    # clients that log the detail see the same text from us.
+    explanation: str = (
+        "The server has either erred or is incapable of performing the "
+        "requested operation."
+    )
+
+    def __init__(
+        self,
+        detail: str,
+        *,
+        code: str = DEFAULT,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.code = code
+        self.headers = dict(headers or {})
+
+    def format_detail(self, environ: dict | None = None) -> str:
+        return f"{self.explanation}\n\n {self.detail}  "
+
+
+class BadRequest(PlacementError):
+    status = 400
+    title = "Bad Request"
+    explanation = (
+        "The server could not comply with the request since it is either "
+        "malformed or otherwise incorrect."
+    )
+
+
+class Unauthorized(PlacementError):
+    status = 401
+    title = "Unauthorized"
+    explanation = (
+        "This server could not verify that you are authorized to access the "
+        "document you requested. Either you supplied the wrong credentials "
+        "(e.g., bad password), or your browser does not understand how to "
+        "supply the credentials required."
+    )
+
+
+class Forbidden(PlacementError):
+    status = 403
+    title = "Forbidden"
+    explanation = "Access was denied to this resource."
+
+
+class NotFound(PlacementError):
+    status = 404
+    title = "Not Found"
+    explanation = "The resource could not be found."
+
+
+class MethodNotAllowed(PlacementError):
+    status = 405
+    title = "Method Not Allowed"
+
+    def format_detail(self, environ: dict | None = None) -> str:
+        method = (environ or {}).get("REQUEST_METHOD", "")
+        return (
+            f"The method {method} is not allowed for this resource. \n\n "
+            f"{self.detail}"
+        )
+
+
+class NotAcceptable(PlacementError):
+    status = 406
+    title = "Not Acceptable"
+
+    def format_detail(self, environ: dict | None = None) -> str:
+        accept = (environ or {}).get("HTTP_ACCEPT", "")
+        return (
+            "The resource could not be generated that was acceptable to your "
+            f"browser (content of type {accept}. \n\n {self.detail}"
+        )
+
+
+class Conflict(PlacementError):
+    status = 409
+    title = "Conflict"
+    explanation = "There was a conflict when trying to complete your request."
+
+
+class UnsupportedMediaType(PlacementError):
+    status = 415
+    title = "Unsupported Media Type"
+
+    def format_detail(self, environ: dict | None = None) -> str:
+        ctype = (environ or {}).get("CONTENT_TYPE", "")
+        return (
+            f"The request media type {ctype} is not supported by this "
+            f"server. \n\n {self.detail}"
+        )
+
+
+class ServiceUnavailable(PlacementError):
+    status = 503
+    title = "Service Unavailable"
+    explanation = (
+        "The server is currently unavailable. Please try again at a later time."
+    )
+
+
+class ConcurrentUpdate(Conflict):
+    """A generation check failed: someone else changed the entity first."""
+
+    def __init__(self, detail: str, **kwargs) -> None:
+        kwargs.setdefault("code", CONCURRENT_UPDATE)
+        super().__init__(detail, **kwargs)
