@@ -1,0 +1,1 @@
+"""The HTTP API: routes, microversions, parsing, rendering."""

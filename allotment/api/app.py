@@ -1,0 +1,107 @@
+"""Assemble the WSGI application: Falcon routes inside the middleware stack."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import falcon
+from oslo_config import cfg
+from oslo_middleware import cors as cors_mw
+from oslo_middleware import http_proxy_to_wsgi, request_id
+
+from allotment import errors
+from allotment.api import middleware, rendering, routes
+from allotment.auth import middleware as auth_middleware
+from allotment.auth.policy import Policy
+from allotment.runtime import Runtime
+from allotment.service import setup
+from allotment.storage.db import Database
+
+LOG = logging.getLogger(__name__)
+
+
+def create_app(conf: cfg.ConfigOpts, *, db: Database | None = None):
+    """The full WSGI application for ``conf``.
+
+    Prepares the database first (migrations where configured, standard
+    resource classes and traits), so the first request finds a usable schema.
+    """
+    db = db or Database.from_conf(conf)
+    setup.prepare_database(db, conf)
+    runtime = Runtime(conf=conf, db=db)
+    policy = Policy(conf)
+
+    app = falcon.App(
+        middleware=[middleware.Microversion(), middleware.ContentChecks(),
+                    middleware.Context()],
+    )
+    # Placement treats "a=" as a present-but-empty value and reports it.
+    app.req_options.keep_blank_qs_values = True
+    app.req_options.strip_url_path_trailing_slash = False
+    # Every body we send names its type; bodiless 201s must not get one.
+    app.resp_options.default_media_type = None
+    for path, resource in routes.build(runtime):
+        app.add_route(path, resource)
+    app.add_error_handler(Exception, _unexpected_error)
+    app.add_error_handler(falcon.HTTPError, _framework_error)
+    app.add_error_handler(errors.PlacementError, _placement_error)
+
+    wsgi = auth_middleware.wrap(app, conf, policy)
+    if conf.cors.allowed_origin:
+        wsgi = cors_mw.CORS(wsgi, conf)
+    wsgi = request_id.RequestId(wsgi)
+    wsgi = http_proxy_to_wsgi.HTTPProxyToWSGI(wsgi, conf)
+    return wsgi
+
+
+def _render(req: falcon.Request, resp: falcon.Response,
+            exc: errors.PlacementError) -> None:
+    version = getattr(req.context, "microversion", None)
+    resp.status = falcon.code_to_http_status(exc.status)
+    resp.content_type = "application/json"
+    resp.text = json.dumps(rendering.error_body(exc, req.env, version))
+    for name, value in exc.headers.items():
+        resp.set_header(name, value)
+
+
+def _placement_error(req, resp, exc, params) -> None:
+    _render(req, resp, exc)
+
+
+_FRAMEWORK_MAP: dict[int, type[errors.PlacementError]] = {
+    400: errors.BadRequest,
+    401: errors.Unauthorized,
+    403: errors.Forbidden,
+    404: errors.NotFound,
+    405: errors.MethodNotAllowed,
+    406: errors.NotAcceptable,
+    409: errors.Conflict,
+    415: errors.UnsupportedMediaType,
+}
+
+
+def _framework_error(req, resp, exc: falcon.HTTPError, params) -> None:
+    """Errors Falcon raises itself (unknown route, wrong method ...)."""
+    status = exc.status_code
+    cls = _FRAMEWORK_MAP.get(status)
+    if cls is None:
+        cls = type("HTTPError", (errors.PlacementError,),
+                   {"status": status, "title": exc.title or "Error"})
+    if status == 405:
+        detail = "The method specified is not allowed for this resource."
+    elif status == 404:
+        detail = ""
+    else:
+        detail = exc.description or exc.title or ""
+    headers = dict(exc.headers or {})
+    if "Allow" in headers:
+        # Falcon counts its implicit OPTIONS responder; Placement does not.
+        allowed = [m.strip() for m in headers.pop("Allow").split(",")]
+        headers["allow"] = ", ".join(m for m in allowed if m != "OPTIONS")
+    _render(req, resp, cls(detail, headers=headers))
+
+
+def _unexpected_error(req, resp, exc: Exception, params) -> None:
+    LOG.exception("Unexpected error handling %s %s", req.method, req.path)
+    _render(req, resp, errors.PlacementError(str(exc)))

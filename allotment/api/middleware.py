@@ -1,0 +1,51 @@
+"""Falcon middleware: microversions, content checks, request context."""
+
+from __future__ import annotations
+
+import falcon
+
+from allotment import errors
+from allotment.api import microversion
+
+
+class Microversion:
+    """Negotiate the microversion and echo it on every response."""
+
+    def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
+        headers = [(name.lower(), value) for name, value in req.headers.items()]
+        req.context.microversion = microversion.from_headers(headers)
+
+    def process_response(self, req, resp, resource, req_succeeded) -> None:
+        version = getattr(req.context, "microversion", None)
+        if version is not None:
+            resp.set_header(microversion.HEADER, f"{microversion.SERVICE_TYPE} {version}")
+            resp.append_header("vary", microversion.HEADER)
+
+
+class ContentChecks:
+    """Checks upstream applies to every request before routing."""
+
+    def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
+        length = req.get_header("content-length")
+        if length:
+            try:
+                size = int(length)
+            except ValueError:
+                raise errors.BadRequest(
+                    "content-length header must be an integer") from None
+            if size > 0 and not req.get_header("content-type"):
+                raise errors.BadRequest(
+                    "content-type header required when content-length > 0")
+
+    def process_resource(self, req, resp, resource, params) -> None:
+        # Every GET produces JSON; an Accept header that rules JSON out is a 406.
+        accept = req.get_header("accept")
+        if req.method == "GET" and accept and not req.client_accepts("application/json"):
+            raise errors.NotAcceptable("Only application/json is provided")
+
+
+class Context:
+    """Expose the RequestContext built by the auth middleware to handlers."""
+
+    def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
+        req.context.ctx = req.env.get("allotment.context")

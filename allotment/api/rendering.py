@@ -1,0 +1,97 @@
+"""Response helpers shared by every handler: JSON bodies, cache headers, errors."""
+
+from __future__ import annotations
+
+import datetime
+import json
+from email.utils import format_datetime
+from typing import Any
+
+import falcon
+
+from allotment import errors
+from allotment.api import microversion
+
+# Error bodies carry a "code" from this microversion on.
+ERROR_CODE_VERSION = (1, 23)
+# last-modified / cache-control appear from this microversion on.
+CACHE_HEADERS_VERSION = (1, 15)
+
+
+def version_of(req: falcon.Request) -> tuple[int, int]:
+    return getattr(req.context, "microversion", microversion.MIN_VERSION)
+
+
+def send_json(
+    req: falcon.Request,
+    resp: falcon.Response,
+    body: Any,
+    *,
+    status: int = 200,
+    last_modified: datetime.datetime | None = None,
+    cache: bool = True,
+) -> None:
+    """Write a JSON body; add last-modified/cache-control where upstream does.
+
+    ``cache`` false is for the few responses upstream leaves without those
+    headers.  A missing ``last_modified`` means "now", as upstream reports for
+    data without a single modification time.
+    """
+    resp.status = falcon.code_to_http_status(status)
+    resp.content_type = "application/json"
+    resp.text = json.dumps(body)
+    if cache:
+        set_cache_headers(req, resp, last_modified)
+
+
+def set_cache_headers(
+    req: falcon.Request,
+    resp: falcon.Response,
+    last_modified: datetime.datetime | None = None,
+) -> None:
+    if version_of(req) >= CACHE_HEADERS_VERSION:
+        resp.set_header("last-modified", http_date(last_modified))
+        resp.set_header("cache-control", "no-cache")
+
+
+def http_date(when: datetime.datetime | None = None) -> str:
+    if when is None:
+        when = datetime.datetime.now(datetime.UTC)
+    elif when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.UTC)
+    return format_datetime(when.astimezone(datetime.UTC), usegmt=True)
+
+
+def latest(*stamps: datetime.datetime | None) -> datetime.datetime | None:
+    """The most recent of some created_at/updated_at values (None ignored)."""
+    present = [s for s in stamps if s is not None]
+    return max(present) if present else None
+
+
+def no_content(resp: falcon.Response, status: int = 204) -> None:
+    resp.status = falcon.code_to_http_status(status)
+    resp.content_type = None
+    resp.text = None
+
+
+def error_body(
+    exc: errors.PlacementError,
+    environ: dict,
+    version: tuple[int, int] | None,
+) -> dict:
+    """Placement's error document for one exception."""
+    error: dict[str, Any] = {
+        "status": exc.status,
+        "title": exc.title,
+        "detail": exc.format_detail(environ),
+    }
+    if version is not None and version >= ERROR_CODE_VERSION:
+        error["code"] = exc.code
+    request_id = environ.get("openstack.request_id")
+    if request_id:
+        error["request_id"] = request_id
+    if exc.status == 406 and version is None:
+        # The version could not be negotiated: say what we do serve.
+        error["max_version"] = microversion.max_version_string()
+        error["min_version"] = microversion.min_version_string()
+    return {"errors": [error]}

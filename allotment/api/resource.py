@@ -1,0 +1,56 @@
+"""Base of every routed resource."""
+
+from __future__ import annotations
+
+import falcon
+
+from allotment import errors
+from allotment.api import microversion, rendering
+from allotment.runtime import Runtime
+
+_METHODS = ("GET", "PUT", "POST", "DELETE", "PATCH")
+
+
+class Resource:
+    """A URL of the API; subclasses define ``on_get``/``on_put``/...."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+
+    @property
+    def conf(self):
+        return self.runtime.conf
+
+    @property
+    def db(self):
+        return self.runtime.db
+
+    def allowed_methods(self) -> list[str]:
+        return [m for m in _METHODS if hasattr(self, f"on_{m.lower()}")]
+
+    def on_options(self, req: falcon.Request, resp: falcon.Response, **_: str) -> None:
+        # Placement answers OPTIONS like any other unsupported method (CORS
+        # preflights are handled by the CORS middleware before routing).
+        raise errors.MethodNotAllowed(
+            "The method specified is not allowed for this resource.",
+            headers={"allow": ", ".join(self.allowed_methods())})
+
+
+def version(req: falcon.Request) -> tuple[int, int]:
+    return rendering.version_of(req)
+
+
+def require_version(req: falcon.Request, minimum: str, status: int = 404) -> None:
+    """Refuse a request made at a microversion older than ``minimum``.
+
+    Upstream answers such requests as if the URL (or method) did not exist.
+    """
+    if version(req) < microversion.parse(minimum):
+        if status == 405:
+            raise errors.MethodNotAllowed(
+                "The method specified is not allowed for this resource.")
+        raise errors.NotFound("")
+
+
+def authorize(req: falcon.Request, action: str, target: dict | None = None) -> None:
+    req.context.ctx.can(action, target)

@@ -1,0 +1,63 @@
+"""allotment-api: serve the API with gunicorn worker processes."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from gunicorn.app.base import BaseApplication
+
+from allotment.cmd import common
+from allotment.service import setup
+from allotment.storage import db as db_mod
+
+DEFAULT_BIND = "127.0.0.1:8778"
+
+
+class _Server(BaseApplication):
+    def __init__(self, conf, bind: str, workers: int) -> None:
+        self._conf = conf
+        self._options = {
+            "bind": bind,
+            "workers": workers,
+            # Each worker builds its own app (own connection pool) after fork.
+            "preload_app": False,
+            "accesslog": "-",
+            "timeout": 120,
+        }
+        super().__init__()
+
+    def load_config(self) -> None:
+        for key, value in self._options.items():
+            self.cfg.set(key, value)
+
+    def load(self):
+        from allotment.api.app import create_app
+
+        return create_app(self._conf)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="allotment-api")
+    common.add_config_args(parser)
+    parser.add_argument("--bind", default=DEFAULT_BIND, metavar="HOST:PORT",
+                        help=f"address to listen on (default {DEFAULT_BIND})")
+    parser.add_argument("--workers", type=int, default=1, metavar="N",
+                        help="worker processes (default 1)")
+    args = parser.parse_args(argv)
+    if args.workers < 1:
+        parser.error("--workers must be at least 1")
+    conf = common.load_conf(args)
+
+    # Migrate and sync once, before any worker starts, so workers never race
+    # each other over the schema.
+    database = db_mod.Database.from_conf(conf)
+    setup.prepare_database(database, conf)
+    database.dispose()
+
+    _Server(conf, args.bind, args.workers).run()
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

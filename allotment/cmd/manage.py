@@ -1,0 +1,39 @@
+"""allotment-manage: database administration."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from allotment.cmd import common
+from allotment.service import setup
+from allotment.storage import db as db_mod
+from allotment.storage import migration
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="allotment-manage")
+    common.add_config_args(parser)
+    commands = parser.add_subparsers(dest="category", required=True)
+    db_parser = commands.add_parser("db", help="database schema")
+    db_commands = db_parser.add_subparsers(dest="action", required=True)
+    db_commands.add_parser("sync", help="create or migrate the schema to the latest version")
+    db_commands.add_parser("version", help="print the schema version")
+    args = parser.parse_args(argv)
+    conf = common.load_conf(args)
+
+    database = db_mod.Database.from_conf(conf)
+    try:
+        if args.action == "sync":
+            migration.upgrade(database.engine)
+            setup.sync_standards(database)
+            print(f"Database schema at {migration.current_revision(database.engine)}")
+        else:
+            print(migration.current_revision(database.engine) or "None")
+    finally:
+        database.dispose()
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

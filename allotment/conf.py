@@ -1,0 +1,174 @@
+"""Configuration: upstream Placement's option groups and names, via oslo.config.
+
+An operator's existing ``placement.conf`` loads unchanged: the same groups
+(``[api]``, ``[placement_database]``, ``[placement]``, ``[oslo_policy]``,
+``[cors]``, ``[keystone_authtoken]``, ``[workarounds]``) and the same lookup
+(``--config-file`` or ``placement.conf`` inside ``OS_PLACEMENT_CONFIG_DIR``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+
+from oslo_config import cfg
+from oslo_log import log as oslo_log
+from oslo_middleware import cors, http_proxy_to_wsgi
+from oslo_policy import opts as policy_opts
+
+from allotment import __version__
+
+CONFIG_FILE = "placement.conf"
+DEFAULT_CONSUMER_MISSING_ID = "00000000-0000-0000-0000-000000000000"
+# The embedded default: a file in the working directory, so `allotment-api`
+# works with no configuration at all.
+DEFAULT_SQLITE_PATH = "allotment.sqlite"
+
+api_opts = [
+    cfg.StrOpt(
+        "auth_strategy",
+        default="keystone",
+        choices=("keystone", "noauth2"),
+        deprecated_group="DEFAULT",
+        help="Authentication strategy: keystone, or noauth2 for testing "
+        "(the token 'admin' gets the admin role).",
+    ),
+]
+
+database_opts = [
+    cfg.StrOpt(
+        "connection",
+        secret=True,
+        help="SQLAlchemy URL of the database. Unset means an embedded SQLite "
+        f"file '{DEFAULT_SQLITE_PATH}' in the working directory.",
+    ),
+    cfg.StrOpt("connection_parameters", default="",
+               help="Extra query parameters appended to the connection URL."),
+    cfg.BoolOpt("sqlite_synchronous", default=True,
+                help="If False, SQLite runs with synchronous=OFF."),
+    cfg.StrOpt("slave_connection", secret=True,
+               help="Accepted for compatibility; not used."),
+    cfg.StrOpt("mysql_sql_mode", default="TRADITIONAL",
+               help="SQL mode for MySQL sessions."),
+    cfg.IntOpt("connection_recycle_time", default=3600,
+               help="Seconds after which pooled connections are recycled."),
+    cfg.IntOpt("max_pool_size", help="Connection pool size."),
+    cfg.IntOpt("max_retries", default=10,
+               help="Connection attempts at start-up (-1 forever)."),
+    cfg.IntOpt("retry_interval", default=10,
+               help="Seconds between connection attempts at start-up."),
+    cfg.IntOpt("max_overflow", help="Connections allowed above the pool size."),
+    cfg.IntOpt("connection_debug", default=0,
+               help="0 none, 100 log every SQL statement."),
+    cfg.BoolOpt("connection_trace", default=False,
+                help="Accepted for compatibility; not used."),
+    cfg.IntOpt("pool_timeout", help="Seconds to wait for a pooled connection."),
+    cfg.BoolOpt("sync_on_startup", default=False,
+                help="Apply schema migrations when the web service starts. "
+                "The embedded SQLite default always does."),
+]
+
+placement_opts = [
+    cfg.BoolOpt("randomize_allocation_candidates", default=False,
+                help="Return allocation candidates in random order."),
+    cfg.StrOpt("incomplete_consumer_project_id",
+               default=DEFAULT_CONSUMER_MISSING_ID,
+               help="Project for allocations written before microversion 1.8."),
+    cfg.StrOpt("incomplete_consumer_user_id",
+               default=DEFAULT_CONSUMER_MISSING_ID,
+               help="User for allocations written before microversion 1.8."),
+    cfg.IntOpt("allocation_conflict_retry_count", default=10,
+               help="Server-side retries of an allocation write that lost a "
+               "generation race before answering 409."),
+    cfg.IntOpt("max_allocation_candidates", default=-1,
+               help="Upper bound on candidates generated per request "
+               "(-1: unbounded)."),
+    cfg.StrOpt("allocation_candidates_generation_strategy",
+               default="depth-first",
+               choices=("depth-first", "breadth-first"),
+               help="Order candidates across root providers."),
+]
+
+workaround_opts = [
+    cfg.BoolOpt("optimize_for_wide_provider_trees", default=False,
+                help="Accepted for compatibility; candidate generation is "
+                "always lazy here."),
+]
+
+base_opts = [
+    cfg.StrOpt("tempdir", help="Explicit temporary working directory."),
+    cfg.StrOpt("state_path", default="$pybasedir",
+               help="Top-level directory for state."),
+    cfg.StrOpt("pybasedir", default=os.path.abspath(
+        os.path.join(os.path.dirname(__file__), "..")),
+        help="Directory of the installed package."),
+]
+
+CORS_DEFAULTS: Mapping[str, Sequence[str]] = {
+    "allow_headers": [
+        "X-Auth-Token", "X-Openstack-Request-Id", "X-Identity-Status",
+        "X-Roles", "X-Service-Catalog", "X-User-Id", "X-Tenant-Id",
+        "OpenStack-API-Version",
+    ],
+    "expose_headers": [
+        "X-Auth-Token", "X-Openstack-Request-Id", "X-Subject-Token",
+        "X-Service-Token", "OpenStack-API-Version",
+    ],
+    "allow_methods": ["GET", "PUT", "POST", "DELETE", "PATCH"],
+}
+
+
+def register_opts(conf: cfg.ConfigOpts) -> None:
+    conf.register_opts(api_opts, group="api")
+    conf.register_opts(database_opts, group="placement_database")
+    conf.register_opts(placement_opts, group="placement")
+    conf.register_opts(workaround_opts, group="workarounds")
+    conf.register_opts(base_opts)
+    conf.register_opts(cors.CORS_OPTS, "cors")
+    conf.register_opts(http_proxy_to_wsgi.OPTS, "oslo_middleware")
+    policy_opts.set_defaults(conf)
+    cors.set_defaults(**CORS_DEFAULTS)
+    oslo_log.register_options(conf)
+
+
+def default_config_files(env: Mapping[str, str] | None = None) -> list[str] | None:
+    """Where upstream looks: ``$OS_PLACEMENT_CONFIG_DIR/placement.conf``.
+
+    None lets oslo.config search its usual places (~/.placement, /etc/placement).
+    """
+    env = os.environ if env is None else env
+    dirname = env.get("OS_PLACEMENT_CONFIG_DIR", "").strip()
+    return [os.path.join(dirname, CONFIG_FILE)] if dirname else None
+
+
+def load(
+    argv: Sequence[str] = (),
+    *,
+    config_files: Sequence[str] | None = None,
+    overrides: Mapping[str, Mapping[str, object]] | None = None,
+) -> cfg.ConfigOpts:
+    """Build a fresh ConfigOpts (never the global one) from files and overrides.
+
+    ``overrides`` maps group name to option values; tests and the in-process
+    client use it to configure without files.
+    """
+    conf = cfg.ConfigOpts()
+    register_opts(conf)
+    files = list(config_files) if config_files is not None else default_config_files()
+    conf(list(argv), project="placement", version=__version__,
+         default_config_files=files)
+    for group, values in (overrides or {}).items():
+        for name, value in values.items():
+            conf.set_override(name, value, group=None if group == "DEFAULT" else group)
+    return conf
+
+
+def list_opts() -> list[tuple[str, list[cfg.Opt]]]:
+    """Options for oslo-config-generator."""
+    return [
+        ("api", api_opts),
+        ("placement_database", database_opts),
+        ("placement", placement_opts),
+        ("workarounds", workaround_opts),
+        ("DEFAULT", base_opts),
+    ]

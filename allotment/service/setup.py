@@ -1,0 +1,52 @@
+"""Getting a database ready to serve: schema and standard names."""
+
+from __future__ import annotations
+
+import logging
+
+import os_resource_classes
+import os_traits
+import sqlalchemy as sa
+
+from allotment import errors
+from allotment.storage import migration, resource_classes, traits
+from allotment.storage.db import Database
+
+LOG = logging.getLogger(__name__)
+
+
+def prepare_database(db: Database, conf) -> None:
+    """Migrate where allowed, then make sure standard classes/traits exist.
+
+    SQLite databases are migrated automatically (the zero-set-up default);
+    server databases only with ``[placement_database] sync_on_startup``, as
+    upstream does, so that schema changes stay an operator's decision.
+    """
+    if db.backend == "sqlite" or conf.placement_database.sync_on_startup:
+        migration.upgrade(db.engine)
+    if migration.current_revision(db.engine) != migration.head_revision(db.engine):
+        raise errors.ServiceUnavailable(
+            "The database schema is not up to date: run "
+            "'allotment-manage db sync'.")
+    sync_standards(db)
+
+
+def sync_standards(db: Database) -> None:
+    """Add standard resource classes and traits that the database lacks.
+
+    New os-traits / os-resource-classes releases add names; they appear on
+    the next start.  Several workers may start at once: whoever loses the
+    race simply finds the names already there.
+    """
+    for attempt in range(3):
+        try:
+            with db.write() as conn:
+                added_rc = resource_classes.sync(conn, os_resource_classes.STANDARDS)
+                added_tr = traits.sync(conn, os_traits.get_traits())
+            if added_rc or added_tr:
+                LOG.info("Added %d standard resource classes and %d standard traits",
+                         added_rc, added_tr)
+            return
+        except sa.exc.IntegrityError:
+            if attempt == 2:
+                raise

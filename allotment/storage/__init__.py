@@ -1,0 +1,1 @@
+"""Persistence: SQLAlchemy Core tables, Alembic migrations and all SQL."""

@@ -1,0 +1,151 @@
+"""Engines and transactions for SQLite, PostgreSQL and MySQL.
+
+Reads run in a snapshot-consistent transaction; writes on SQLite take the
+write lock up front (``BEGIN IMMEDIATE``) so concurrent writers queue on the
+busy timeout instead of failing half way with "database is locked".
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine import Connection, Engine
+
+from allotment import conf as conf_mod
+
+# How long a SQLite writer waits for the lock before giving up (ms).
+SQLITE_BUSY_TIMEOUT_MS = 60_000
+
+
+def utcnow() -> datetime.datetime:
+    """Naive UTC timestamp, the form stored in every created_at/updated_at."""
+    return datetime.datetime.now(datetime.UTC).replace(tzinfo=None, microsecond=0)
+
+
+def url_from_conf(conf) -> str:
+    """The configured database URL, or the embedded SQLite default."""
+    url = conf.placement_database.connection
+    if not url:
+        url = "sqlite:///" + os.path.abspath(conf_mod.DEFAULT_SQLITE_PATH)
+    params = conf.placement_database.connection_parameters
+    if params:
+        url += ("&" if "?" in url else "?") + params
+    return normalise_url(url)
+
+
+def normalise_url(url: str) -> str:
+    """Map the driver names oslo.db deployments use onto ours.
+
+    Upstream configs say ``postgresql://`` (psycopg2) or ``mysql+pymysql://``;
+    allotment talks to PostgreSQL through psycopg 3.
+    """
+    if url.startswith("postgresql://") or url.startswith("postgres://"):
+        return "postgresql+psycopg://" + url.split("://", 1)[1]
+    if url.startswith("postgresql+psycopg2://"):
+        return "postgresql+psycopg://" + url.split("://", 1)[1]
+    if url.startswith("mysql://"):
+        return "mysql+pymysql://" + url.split("://", 1)[1]
+    return url
+
+
+def create_engine(url: str, *, conf=None) -> Engine:
+    url = normalise_url(url)
+    backend = sa.engine.make_url(url).get_backend_name()
+    kwargs: dict = {"future": True}
+    db_conf = conf.placement_database if conf is not None else None
+    if db_conf is not None and db_conf.connection_debug >= 100:
+        kwargs["echo"] = True
+    if backend == "sqlite":
+        # One connection per thread; SQLite files are cheap to open.
+        kwargs["connect_args"] = {"check_same_thread": False,
+                                  "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
+    else:
+        kwargs["pool_pre_ping"] = True
+        if db_conf is not None:
+            kwargs["pool_recycle"] = db_conf.connection_recycle_time
+            if db_conf.max_pool_size is not None:
+                kwargs["pool_size"] = db_conf.max_pool_size
+            if db_conf.max_overflow is not None:
+                kwargs["max_overflow"] = db_conf.max_overflow
+            if db_conf.pool_timeout is not None:
+                kwargs["pool_timeout"] = db_conf.pool_timeout
+    engine = sa.create_engine(url, **kwargs)
+    if backend == "sqlite":
+        synchronous = db_conf.sqlite_synchronous if db_conf is not None else True
+        _setup_sqlite(engine, synchronous=synchronous)
+    elif backend == "mysql":
+        mode = db_conf.mysql_sql_mode if db_conf is not None else "TRADITIONAL"
+        _setup_mysql(engine, mode)
+    return engine
+
+
+def _setup_sqlite(engine: Engine, *, synchronous: bool) -> None:
+    in_memory = engine.url.database in (None, "", ":memory:")
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn, _record):
+        # Let us issue BEGIN ourselves (see _on_begin).
+        dbapi_conn.isolation_level = None
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA foreign_keys=ON")
+        cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        if not in_memory:
+            cur.execute("PRAGMA journal_mode=WAL")
+        if not synchronous:
+            cur.execute("PRAGMA synchronous=OFF")
+        cur.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn):
+        if conn.get_execution_options().get("allotment_write"):
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+        else:
+            conn.exec_driver_sql("BEGIN")
+
+
+def _setup_mysql(engine: Engine, mode: str) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn, _record):
+        cur = dbapi_conn.cursor()
+        cur.execute("SET SESSION sql_mode = %s", (mode,))
+        cur.close()
+
+
+class Database:
+    """One engine plus the two kinds of transaction the service uses."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.backend = engine.url.get_backend_name()
+
+    @classmethod
+    def from_conf(cls, conf) -> Database:
+        return cls(create_engine(url_from_conf(conf), conf=conf))
+
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        """A read-only transaction that sees one consistent snapshot."""
+        options: dict = {}
+        if self.backend == "postgresql":
+            options["isolation_level"] = "REPEATABLE READ"
+        with self.engine.connect() as conn:
+            if options:
+                conn = conn.execution_options(**options)
+            with conn.begin():
+                yield conn
+
+    @contextmanager
+    def write(self) -> Iterator[Connection]:
+        """A read-write transaction: committed on success, rolled back on error."""
+        with self.engine.connect() as conn:
+            conn = conn.execution_options(allotment_write=True)
+            with conn.begin():
+                yield conn
+
+    def dispose(self) -> None:
+        self.engine.dispose()

@@ -1,0 +1,69 @@
+"""SQL shared by the two name registries: resource classes and traits.
+
+Both are tables of unique names where standard entries come from a library
+(os-resource-classes, os-traits) and CUSTOM_ entries from users.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Row
+
+from allotment.storage.db import utcnow
+
+
+def get(conn: Connection, table: sa.Table, name: str) -> Row | None:
+    return conn.execute(sa.select(table).where(table.c.name == name)).first()
+
+
+def ids_for(conn: Connection, table: sa.Table, names: Iterable[str]) -> dict[str, int]:
+    """Map each known name to its id; unknown names are simply absent."""
+    wanted = sorted(set(names))
+    if not wanted:
+        return {}
+    rows = conn.execute(
+        sa.select(table.c.name, table.c.id).where(table.c.name.in_(wanted)))
+    return {name: id_ for name, id_ in rows}
+
+
+def insert(conn: Connection, table: sa.Table, name: str) -> Row | None:
+    """Insert ``name``; None when it already exists (raced or not).
+
+    The savepoint keeps the surrounding transaction usable on PostgreSQL
+    after a unique violation.
+    """
+    if get(conn, table, name) is not None:
+        return None
+    try:
+        with conn.begin_nested():
+            conn.execute(sa.insert(table).values(name=name, created_at=utcnow()))
+    except sa.exc.IntegrityError:
+        return None
+    return get(conn, table, name)
+
+
+def rename(conn: Connection, table: sa.Table, old: str, new: str) -> bool:
+    """Rename; False when ``new`` is taken."""
+    try:
+        with conn.begin_nested():
+            conn.execute(sa.update(table).where(table.c.name == old)
+                         .values(name=new, updated_at=utcnow()))
+    except sa.exc.IntegrityError:
+        return False
+    return True
+
+
+def delete(conn: Connection, table: sa.Table, name: str) -> int:
+    return conn.execute(sa.delete(table).where(table.c.name == name)).rowcount
+
+
+def sync(conn: Connection, table: sa.Table, names: Iterable[str]) -> int:
+    """Insert the names not yet present; returns how many were added."""
+    present = {n for (n,) in conn.execute(sa.select(table.c.name))}
+    missing = [n for n in names if n not in present]
+    if missing:
+        now = utcnow()
+        conn.execute(sa.insert(table), [{"name": n, "created_at": now} for n in missing])
+    return len(missing)

@@ -1,0 +1,63 @@
+"""SQL for traits."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Row
+
+from allotment.storage import names
+from allotment.storage.tables import resource_provider_traits, traits
+
+TABLE = traits
+
+
+def get(conn: Connection, name: str) -> Row | None:
+    return names.get(conn, TABLE, name)
+
+
+def ids_for(conn: Connection, wanted: Iterable[str]) -> dict[str, int]:
+    return names.ids_for(conn, TABLE, wanted)
+
+
+def create(conn: Connection, name: str) -> Row | None:
+    return names.insert(conn, TABLE, name)
+
+
+def delete(conn: Connection, name: str) -> int:
+    return names.delete(conn, TABLE, name)
+
+
+def sync(conn: Connection, standard: Iterable[str]) -> int:
+    return names.sync(conn, TABLE, standard)
+
+
+def in_use(conn: Connection, trait_id: int) -> bool:
+    found = conn.execute(
+        sa.select(resource_provider_traits.c.trait_id)
+        .where(resource_provider_traits.c.trait_id == trait_id).limit(1)
+    ).first()
+    return found is not None
+
+
+def list_filtered(
+    conn: Connection,
+    *,
+    names_in: list[str] | None = None,
+    prefix: str | None = None,
+    associated: bool | None = None,
+) -> list[Row]:
+    query = sa.select(TABLE)
+    if names_in is not None:
+        query = query.where(TABLE.c.name.in_(names_in))
+    if prefix is not None:
+        # A literal prefix match: % and _ in the prefix are not wildcards.
+        query = query.where(TABLE.c.name.startswith(prefix, autoescape=True))
+    if associated is not None:
+        linked = sa.select(resource_provider_traits.c.trait_id)
+        if associated:
+            query = query.where(TABLE.c.id.in_(linked))
+        else:
+            query = query.where(TABLE.c.id.not_in(linked))
+    return list(conn.execute(query.order_by(TABLE.c.name)))
