@@ -5,6 +5,7 @@ from __future__ import annotations
 import json as jsonlib
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 import webob
 
@@ -53,7 +54,8 @@ class Client:
         version: str | type[Ellipsis] | None = ...,
         token: str | type[Ellipsis] | None = ...,
     ) -> Response:
-        req = webob.Request.blank(path, method=method)
+        # Percent-encode non-ASCII the way an HTTP client puts it on the wire.
+        req = webob.Request.blank(quote(path, safe="/?&=:,!%+;"), method=method)
         version = self.version if version is ... else version
         token = self.token if token is ... else token
         if version is not None:

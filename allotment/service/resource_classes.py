@@ -33,9 +33,7 @@ def create_class(db: Database, name: str) -> Row:
     with db.write() as conn:
         row = store.create(conn, name)
     if row is None:
-        raise errors.Conflict(
-            f"Conflicting resource class already exists: {name}",
-            code=errors.DUPLICATE_NAME)
+        raise errors.Conflict(f"Conflicting resource class already exists: {name}")
     return row
 
 
@@ -58,8 +56,7 @@ def rename_class(db: Database, name: str, new_name: str) -> Row:
         if not is_custom(name):
             raise errors.BadRequest(f"Cannot update standard resource class {name}")
         if new_name != name and not store.rename(conn, name, new_name):
-            raise errors.Conflict(f"Resource class already exists: {new_name}",
-                                  code=errors.DUPLICATE_NAME)
+            raise errors.Conflict(f"Resource class already exists: {new_name}")
         return store.get(conn, new_name)
 
 

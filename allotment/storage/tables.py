@@ -13,7 +13,7 @@ metadata = sa.MetaData(
     naming_convention={
         "ix": "ix_%(table_name)s_%(column_0_N_name)s",
         "uq": "uq_%(table_name)s_%(column_0_N_name)s",
-        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s",
         "pk": "pk_%(table_name)s",
     }
 )

@@ -45,7 +45,7 @@ def _external(table: str) -> None:
 
 def _fk(column: str, target: str, table: str, ondelete: str | None = None):
     return sa.ForeignKeyConstraint(
-        [column], [f"{target}.id"], name=f"fk_{table}_{column}_{target}",
+        [column], [f"{target}.id"], name=f"fk_{table}_{column}",
         ondelete=ondelete)
 
 

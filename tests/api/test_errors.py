@@ -1,0 +1,112 @@
+"""Errors: shape, codes by microversion, routing failures, bodies, accept."""
+
+from __future__ import annotations
+
+import pytest
+
+
+def test_unknown_url_is_404_in_placement_shape(api):
+    resp = api.get("/no/such/thing")
+    assert resp.status == 404
+    error = resp.error()
+    assert error["status"] == 404
+    assert error["title"] == "Not Found"
+    assert error["detail"].startswith("The resource could not be found.")
+    assert error["code"] == "placement.undefined_code"
+    assert resp.headers["content-type"] == "application/json"
+
+
+def test_trailing_slash_is_not_the_collection(api):
+    assert api.get("/resource_classes/").status == 404
+
+
+def test_error_code_only_from_1_23(api):
+    assert "code" not in api.get("/nowhere", version="1.22").error()
+    assert api.get("/nowhere", version="1.23").error()["code"] == "placement.undefined_code"
+
+
+@pytest.mark.parametrize(("method", "path", "allow"), [
+    ("POST", "/", "GET"),
+    ("DELETE", "/resource_classes", "GET, POST"),
+    ("POST", "/resource_classes/CUSTOM_A", "GET, PUT, DELETE"),
+    ("PATCH", "/traits", "GET"),
+    ("HEAD", "/traits", "GET"),
+    ("OPTIONS", "/traits/CUSTOM_A", "GET, PUT, DELETE"),
+])
+def test_wrong_method_is_405_with_allow(api, method, path, allow):
+    resp = api.request(method, path)
+    assert resp.status == 405
+    assert sorted(resp.headers["allow"].split(", ")) == sorted(allow.split(", "))
+    if method != "HEAD":
+        assert resp.error()["title"] == "Method Not Allowed"
+
+
+def test_body_without_content_type_is_400(api):
+    resp = api.post("/resource_classes", body=b'{"name": "CUSTOM_A"}')
+    assert resp.status == 400
+    assert "content-type header required" in resp.error()["detail"]
+
+
+def test_non_json_body_is_415(api):
+    resp = api.post("/resource_classes", body="name=CUSTOM_A",
+                    content_type="application/x-www-form-urlencoded")
+    assert resp.status == 415
+    error = resp.error()
+    assert error["title"] == "Unsupported Media Type"
+    assert "The media type application/x-www-form-urlencoded is not supported, " \
+        "use application/json" in error["detail"]
+
+
+def test_missing_body_is_415(api):
+    resp = api.post("/resource_classes")
+    assert resp.status == 415
+    assert "The media type None is not supported" in resp.error()["detail"]
+
+
+@pytest.mark.parametrize("raw", [b"{", b"[1,", b"\xff\xfe", b"not json"])
+def test_malformed_json_is_400(api, raw):
+    resp = api.post("/resource_classes", body=raw, content_type="application/json")
+    assert resp.status == 400
+    assert "Malformed JSON" in resp.error()["detail"]
+
+
+def test_schema_violation_is_400_with_reason(api):
+    resp = api.post("/resource_classes", json={"name": "CUSTOM_A", "extra": 1})
+    assert resp.status == 400
+    detail = resp.error()["detail"]
+    assert "JSON does not validate" in detail
+    assert "Additional properties are not allowed" in detail
+
+
+def test_accept_without_json_is_406(api):
+    resp = api.get("/resource_classes", headers={"Accept": "text/html"})
+    assert resp.status == 406
+    assert "Only application/json is provided" in resp.error()["detail"]
+
+
+@pytest.mark.parametrize("accept", ["application/json", "*/*", "application/*",
+                                    "text/html, application/json;q=0.5"])
+def test_accept_allowing_json_is_fine(api, accept):
+    assert api.get("/resource_classes", headers={"Accept": accept}).status == 200
+
+
+def test_missing_token_is_401(app):
+    from tests.client import Client
+
+    resp = Client(app, token=None).get("/resource_classes")
+    assert resp.status == 401
+    assert resp.error()["title"] == "Unauthorized"
+
+
+def test_policy_denial_is_403_in_placement_shape(app):
+    from tests.client import Client
+
+    resp = Client(app, token="someuser:someproject").post(
+        "/resource_classes", json={"name": "CUSTOM_NOPE"})
+    assert resp.status == 403
+    error = resp.error()
+    assert error["title"] == "Forbidden"
+    assert "placement:resource_classes:create" in error["detail"]
+    assert error["code"] == "placement.undefined_code"
+    # And nothing was written.
+    assert Client(app).get("/resource_classes/CUSTOM_NOPE").status == 404
