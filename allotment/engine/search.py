@@ -1,0 +1,599 @@
+"""Lazy search for allocation candidates over a :class:`Snapshot`.
+
+Semantics follow Placement's ``GET /allocation_candidates``:
+
+* Every candidate is built around one *anchor*: the root of a non-sharing
+  tree.  The unsuffixed group may take each of its resource classes from any
+  provider of that tree or from a sharing provider that shares an aggregate
+  with some provider of the tree; a suffixed group is satisfied by exactly one
+  such provider.
+* Amounts that several groups put on the same provider and resource class are
+  summed and re-checked against capacity and ``max_unit``.
+* Identical candidates reachable from several anchors (possible only when all
+  their providers are sharing providers) are returned once.
+
+Where upstream materialises the cartesian product of every group's matches
+before truncating to ``limit``, this module walks the product depth-first,
+checks constraints on partial assignments, and yields as it goes, so asking for
+ten candidates costs about ten candidates' worth of work.  When a branch turns
+out to be a dead end, interchangeable twins of the provider that led there
+(see ``Snapshot.symmetry_key``) are skipped instead of being re-explored.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+
+from allotment.engine.request import AllocationCandidatesRequest, RequestGroup
+from allotment.engine.snapshot import Snapshot
+
+STRATEGIES = ("depth-first", "breadth-first")
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One way to satisfy the whole request.
+
+    ``allocations`` maps provider UUID to ``{resource class: amount}``;
+    ``mappings`` maps each group suffix (``""`` for the unsuffixed group) to
+    the UUIDs of the providers that satisfied it.  Providers that satisfy only
+    resourceless groups appear in ``mappings`` but not in ``allocations``.
+    ``anchor`` is the root UUID of the tree the candidate was built around.
+    """
+
+    allocations: Mapping[str, Mapping[str, int]]
+    mappings: Mapping[str, list[str]]
+    anchor: str
+
+
+def find_candidates(
+    snapshot: Snapshot,
+    request: AllocationCandidatesRequest,
+    *,
+    limit: int | None = None,
+    max_candidates: int = -1,
+    strategy: str = "depth-first",
+    randomize: bool = False,
+    rng: random.Random | None = None,
+) -> Iterator[Candidate]:
+    """Yield the candidates satisfying ``request``, lazily.
+
+    ``limit`` defaults to ``request.limit``; ``max_candidates`` mirrors
+    ``[placement] max_allocation_candidates`` (negative: unlimited).
+    ``strategy`` decides whether one anchor's candidates are exhausted before
+    the next anchor is tried (``depth-first``) or anchors take turns
+    (``breadth-first``).  Without ``randomize`` the order is a deterministic
+    function of the snapshot and request.
+    """
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown generation strategy {strategy!r}")
+    if limit is None:
+        limit = request.limit
+    cap = limit
+    if max_candidates is not None and max_candidates >= 0:
+        cap = max_candidates if cap is None else min(cap, max_candidates)
+    if cap == 0:
+        return iter(())
+    if randomize and rng is None:
+        rng = random.Random()
+    if not randomize:
+        rng = None
+    plan = _Plan.compile(snapshot, request)
+    if plan is None:
+        return iter(())
+    results = _dedupe(plan, _interleave(plan, strategy, rng))
+    if rng is not None and cap is None:
+        # Everything is wanted anyway, so a true shuffle costs nothing extra.
+        everything = list(results)
+        rng.shuffle(everything)
+        return iter(everything)
+    return itertools.islice(results, cap)
+
+
+def provider_summary_uuids(
+    snapshot: Snapshot, candidates: Iterable[Candidate], *, nested_aware: bool
+) -> list[str]:
+    """UUIDs of the providers to describe in ``provider_summaries``.
+
+    From 1.29 (``nested_aware``) Placement describes every provider of every
+    tree that contributes resources to a candidate, so clients see the whole
+    tree; before that, only the providers that contribute resources.
+    """
+    used = set()
+    for cand in candidates:
+        used.update(snapshot.index[u] for u in cand.allocations)
+    if nested_aware:
+        roots = {snapshot.root[i] for i in used}
+        wanted = {i for r in roots for i in snapshot.trees[r]}
+    else:
+        wanted = used
+    return [snapshot.providers[i].uuid for i in sorted(wanted)]
+
+
+# ---------------------------------------------------------------------------
+# Request compilation
+
+
+class _Group:
+    """A request group resolved against one snapshot."""
+
+    __slots__ = (
+        "_ok",
+        "banned",
+        "forbidden",
+        "members",
+        "required",
+        "resourceless",
+        "resources",
+        "suffix",
+        "tree_root",
+    )
+
+    def __init__(self, snapshot: Snapshot, group: RequestGroup) -> None:
+        self.suffix = group.suffix
+        self.resources = tuple(sorted(group.resources.items()))
+        self.required = group.required_traits
+        self.forbidden = group.forbidden_traits
+        self.resourceless = not self.resources
+        agg = snapshot.agg_members
+        self.members: frozenset[int] | None = None
+        if group.member_of:
+            sets = [
+                set().union(*(agg.get(a, ()) for a in any_of))
+                for any_of in group.member_of
+            ]
+            self.members = frozenset(set.intersection(*sets))
+        self.banned = frozenset(
+            i for a in group.forbidden_aggs for i in agg.get(a, ()))
+        self.tree_root: int | None = None
+        if group.in_tree is not None:
+            i = snapshot.index.get(group.in_tree)
+            # An unknown in_tree provider empties the result (checked by the
+            # caller); -2 never equals a root index.
+            self.tree_root = -2 if i is None else snapshot.root[i]
+        self._ok: dict[int, bool] = {}
+
+    def never_matches(self) -> bool:
+        if self.tree_root == -2:
+            return True
+        if self.members is not None and not self.members:
+            return True
+        # Upstream only ever finds providers for a resourceless group through
+        # its required traits or aggregates; with neither it finds nothing.
+        return self.resourceless and not self.required and self.members is None
+
+    def single_ok(self, snapshot: Snapshot, p: int) -> bool:
+        """Whether provider ``p`` alone satisfies this (suffixed) group."""
+        ok = self._ok.get(p)
+        if ok is None:
+            ok = self._ok[p] = self._single_ok(snapshot, p)
+        return ok
+
+    def _single_ok(self, snapshot: Snapshot, p: int) -> bool:
+        rec = snapshot.providers[p]
+        # Upstream applies in_tree<$S> only when looking up inventory, so a
+        # resourceless group ignores it.
+        if (self.tree_root is not None and not self.resourceless
+                and snapshot.root[p] != self.tree_root):
+            return False
+        inventories = rec.inventories
+        for rc, amount in self.resources:
+            inv = inventories.get(rc)
+            if inv is None or not inv.fits(amount):
+                return False
+        traits = rec.traits
+        if not self.forbidden.isdisjoint(traits):
+            return False
+        for any_of in self.required:
+            if any_of.isdisjoint(traits):
+                return False
+        if self.members is not None and p not in self.members:
+            return False
+        return p not in self.banned
+
+
+class _Plan:
+    """Everything about a request that does not depend on the anchor."""
+
+    def __init__(self, snapshot: Snapshot, request: AllocationCandidatesRequest,
+                 groups: list[_Group]) -> None:
+        self.snapshot = snapshot
+        self.request = request
+        self.groups = groups
+        self.unsuffixed = next((g for g in groups if not g.suffix), None)
+        self.suffixed = [g for g in groups if g.suffix]
+        self.isolate = request.isolate
+        self.nested_aware = request.nested_aware
+        by_suffix = {g.suffix: i for i, g in enumerate(groups)}
+        self.subtrees = [
+            frozenset(by_suffix[s] for s in st) for st in request.same_subtrees
+        ]
+        self.root_required = request.root_required
+        self.root_forbidden = request.root_forbidden
+
+    @classmethod
+    def compile(cls, snapshot: Snapshot,
+                request: AllocationCandidatesRequest) -> _Plan | None:
+        groups = [_Group(snapshot, g) for g in request.groups]
+        if not groups or any(g.never_matches() for g in groups):
+            return None
+        if all(g.resourceless for g in groups):
+            return None
+        return cls(snapshot, request, groups)
+
+    def anchors(self, rng: random.Random | None) -> list[int]:
+        snap = self.snapshot
+        allowed: set[int] | None = None
+        for g in self.groups:
+            if g.tree_root is None or g.resourceless:
+                continue
+            if not g.suffix:
+                # The unsuffixed group may not use sharing providers when it
+                # is pinned to a tree, so only that tree can anchor it.
+                here = {g.tree_root}
+            else:
+                here = {g.tree_root}
+                for s in snap.trees[g.tree_root]:
+                    if snap.is_sharing[s]:
+                        here |= snap.anchors_of_sharing[s]
+            allowed = here if allowed is None else allowed & here
+        anchors = list(snap.roots) if allowed is None else sorted(allowed)
+        if rng is not None:
+            rng.shuffle(anchors)
+        return anchors
+
+    def root_ok(self, r: int) -> bool:
+        if not (self.root_required or self.root_forbidden):
+            return True
+        traits = self.snapshot.providers[r].traits
+        return self.root_required <= traits and self.root_forbidden.isdisjoint(traits)
+
+
+# ---------------------------------------------------------------------------
+# Enumeration
+
+
+def _interleave(plan: _Plan, strategy: str,
+                rng: random.Random | None) -> Iterator[tuple[int, dict, list]]:
+    anchors = plan.anchors(rng)
+    if strategy == "depth-first":
+        for r in anchors:
+            for found in _search_anchor(plan, r, rng):
+                yield (r, *found)
+        return
+    # Breadth-first: one candidate per anchor per round, opening anchors
+    # lazily so the first round over a big world stops as soon as the caller
+    # has enough.
+    active: list[Iterator] = []
+    for r in anchors:
+        gen = _search_anchor(plan, r, rng)
+        first = next(gen, None)
+        if first is not None:
+            yield (r, *first)
+            active.append((r, gen))
+    while active:
+        still = []
+        for r, gen in active:
+            found = next(gen, None)
+            if found is not None:
+                yield (r, *found)
+                still.append((r, gen))
+        active = still
+
+
+def _dedupe(plan: _Plan, found: Iterator[tuple[int, dict, list]]) -> Iterator[Candidate]:
+    snap = plan.snapshot
+    providers = snap.providers
+    root = snap.root
+    is_sharing = snap.is_sharing
+    groups = plan.groups
+    seen: set = set()
+    for r, usage, chosen in found:
+        # A candidate can come from several anchors only if every provider it
+        # uses could be reached as a sharing provider from elsewhere.
+        portable = all(
+            root[p] != r or is_sharing[p] for picks in chosen for p in picks)
+        if portable:
+            key = (frozenset(usage.items()),
+                   tuple(frozenset(picks) for picks in chosen))
+            if key in seen:
+                continue
+            seen.add(key)
+        allocations: dict[str, dict[str, int]] = {}
+        for (p, rc), amount in sorted(usage.items()):
+            allocations.setdefault(providers[p].uuid, {})[rc] = amount
+        mappings = {
+            g.suffix: sorted(providers[p].uuid for p in set(picks))
+            for g, picks in zip(groups, chosen, strict=True)
+        }
+        yield Candidate(allocations, mappings, providers[r].uuid)
+
+
+class _Slot:
+    """One decision of the backtracking search: a provider for a group (or,
+    for the unsuffixed group, for one of its resource classes)."""
+
+    __slots__ = (
+        "amounts",
+        "closes_unsuffixed",
+        "group",
+        "group_pos",
+        "option_set",
+        "options",
+        "subtrees",
+        "suffixed",
+    )
+
+    def __init__(self, group_pos: int, group: _Group,
+                 amounts: tuple[tuple[str, int], ...], options: list[int]) -> None:
+        self.group_pos = group_pos
+        self.group = group
+        self.amounts = amounts
+        self.options = options
+        self.option_set = frozenset(options)
+        self.subtrees: tuple[int, ...] = ()
+        self.closes_unsuffixed = False
+        self.suffixed = bool(group.suffix)
+
+
+def _unsuffixed_options(plan: _Plan, g: _Group, r: int,
+                        rc: str, amount: int) -> list[int]:
+    snap = plan.snapshot
+    providers = snap.providers
+    if r in g.banned:
+        return []
+    anchor_member = g.members is not None and r in g.members
+    out = []
+    if g.tree_root is None or g.tree_root == r:
+        for p in snap.tree_rc[r].get(rc, ()):
+            rec = providers[p]
+            if not rec.inventories[rc].fits(amount):
+                continue
+            if p in g.banned or not g.forbidden.isdisjoint(rec.traits):
+                continue
+            # An aggregate on the root spans the whole tree.
+            if g.members is not None and not anchor_member and p not in g.members:
+                continue
+            out.append(p)
+    if g.tree_root is None:
+        for s in snap.sharing_by_anchor.get(r, ()):
+            rec = providers[s]
+            inv = rec.inventories.get(rc)
+            if inv is None or not inv.fits(amount):
+                continue
+            if s in g.banned or not g.forbidden.isdisjoint(rec.traits):
+                continue
+            if g.members is not None and s not in g.members:
+                continue
+            out.append(s)
+    return out
+
+
+def _suffixed_options(plan: _Plan, g: _Group, r: int) -> list[int]:
+    snap = plan.snapshot
+    if g.resourceless:
+        base: Iterable[int] = snap.trees[r]
+    else:
+        base = snap.tree_rc[r].get(g.resources[0][0], ())
+    out = [p for p in base if g.single_ok(snap, p)]
+    out.extend(s for s in snap.sharing_by_anchor.get(r, ()) if g.single_ok(snap, s))
+    return out
+
+
+def _build_slots(plan: _Plan, r: int, rng: random.Random | None) -> list[_Slot] | None:
+    slots: list[_Slot] = []
+    u = plan.unsuffixed
+    groups = plan.groups
+    if u is not None:
+        upos = groups.index(u)
+        for rc, amount in u.resources:
+            opts = _unsuffixed_options(plan, u, r, rc, amount)
+            if not opts:
+                return None
+            slots.append(_Slot(upos, u, ((rc, amount),), opts))
+        if u.required:
+            traits = set()
+            for slot in slots:
+                for p in slot.options:
+                    traits |= plan.snapshot.providers[p].traits
+            if any(any_of.isdisjoint(traits) for any_of in u.required):
+                return None
+        slots[-1].closes_unsuffixed = True
+    suffixed = []
+    for pos, g in enumerate(groups):
+        if not g.suffix:
+            continue
+        opts = _suffixed_options(plan, g, r)
+        if not opts:
+            return None
+        suffixed.append(_Slot(pos, g, g.resources, opts))
+    # Most constrained first: dead ends show up as early as possible.
+    suffixed.sort(key=lambda s: (len(s.options), s.group_pos))
+    slots.extend(suffixed)
+    if plan.isolate and len({p for s in suffixed for p in s.options}) < len(suffixed):
+        return None
+    if not _enough_capacity(plan, slots):
+        return None
+    for slot in slots:
+        slot.subtrees = tuple(
+            i for i, st in enumerate(plan.subtrees) if slot.group_pos in st)
+        if rng is not None:
+            rng.shuffle(slot.options)
+    return slots
+
+
+def _enough_capacity(plan: _Plan, slots: list[_Slot]) -> bool:
+    """Cheap necessary condition for classes requested by several groups."""
+    wanted: dict[str, int] = {}
+    sources: dict[str, set[int]] = {}
+    for slot in slots:
+        for rc, amount in slot.amounts:
+            wanted[rc] = wanted.get(rc, 0) + amount
+            sources.setdefault(rc, set()).update(slot.options)
+    providers = plan.snapshot.providers
+    for rc, need in wanted.items():
+        free = 0
+        for p in sources[rc]:
+            inv = providers[p].inventories[rc]
+            free += inv.capacity - inv.used
+            if free >= need:
+                break
+        if free < need:
+            return False
+    return True
+
+
+def _lca(snap: Snapshot, nodes: Iterable[int]) -> int | None:
+    parent, depth, root = snap.parent, snap.depth, snap.root
+    it = iter(nodes)
+    a = next(it)
+    for b in it:
+        if root[a] != root[b]:
+            return None
+        while depth[a] > depth[b]:
+            a = parent[a]
+        while depth[b] > depth[a]:
+            b = parent[b]
+        while a != b:
+            a, b = parent[a], parent[b]
+    return a
+
+
+def _search_anchor(plan: _Plan, r: int,
+                   rng: random.Random | None) -> Iterator[tuple[dict, list]]:
+    """Yield ``(usage, chosen)`` for every assignment anchored at root ``r``.
+
+    ``usage`` maps (provider, rc) to the summed amount; ``chosen`` lists, per
+    request group in request order, the providers picked for it.
+    """
+    if not plan.root_ok(r):
+        return
+    slots = _build_slots(plan, r, rng)
+    if slots is None:
+        return
+    snap = plan.snapshot
+    providers = snap.providers
+    root = snap.root
+    sym_key = snap.symmetry_key
+    nslots = len(slots)
+    ngroups = len(plan.groups)
+    isolate = plan.isolate
+    nested_aware = plan.nested_aware
+    u = plan.unsuffixed
+    upos = plan.groups.index(u) if u is not None else -1
+    subtrees = plan.subtrees
+
+    # Slots still to come, per position and same_subtree constraint.
+    remaining = [
+        {sid: [t for t in slots[k + 1:] if t.group_pos in subtrees[sid]]
+         for sid in slots[k].subtrees}
+        for k in range(nslots)
+    ]
+
+    usage: dict[tuple[int, str], int] = {}
+    chosen: list[list[int]] = [[] for _ in range(ngroups)]
+    touched: dict[int, int] = {}
+    isolated: set[int] = set()
+    tree_holder: dict[int, list] = {}       # root -> [provider, count]
+    subtree_picks: list[list[int]] = [[] for _ in subtrees]
+    completions = [0]
+
+    def admissible(slot: _Slot, p: int, k: int) -> bool:
+        if isolate and slot.suffixed and p in isolated:
+            return False
+        if slot.amounts:
+            inventories = providers[p].inventories
+            for rc, amount in slot.amounts:
+                already = usage.get((p, rc), 0)
+                if already:
+                    inv = inventories[rc]
+                    total = already + amount
+                    if inv.used + total > inv.capacity or total > inv.max_unit:
+                        return False
+            if not nested_aware:
+                held = tree_holder.get(root[p])
+                if held is not None and held[0] != p:
+                    return False
+        for sid in slot.subtrees:
+            picks = set(subtree_picks[sid])
+            picks.add(p)
+            top = _lca(snap, picks)
+            if top is None:
+                return False
+            if top in picks:
+                continue
+            chain = []
+            node = top
+            while node != -1:
+                chain.append(node)
+                node = snap.parent[node]
+            if not any(
+                    any(a in later.option_set for a in chain)
+                    for later in remaining[k][sid]):
+                return False
+        return True
+
+    def place(slot: _Slot, p: int, sign: int) -> None:
+        for rc, amount in slot.amounts:
+            key = (p, rc)
+            total = usage.get(key, 0) + sign * amount
+            if total:
+                usage[key] = total
+            else:
+                del usage[key]
+        touched[p] = touched.get(p, 0) + sign
+        if sign > 0:
+            chosen[slot.group_pos].append(p)
+            for sid in slot.subtrees:
+                subtree_picks[sid].append(p)
+        else:
+            chosen[slot.group_pos].pop()
+            for sid in slot.subtrees:
+                subtree_picks[sid].pop()
+        if isolate and slot.suffixed:
+            if sign > 0:
+                isolated.add(p)
+            else:
+                isolated.discard(p)
+        if slot.amounts and not nested_aware:
+            held = tree_holder.get(root[p])
+            if held is None:
+                tree_holder[root[p]] = [p, 1]
+            else:
+                held[1] += sign
+                if not held[1]:
+                    del tree_holder[root[p]]
+
+    def unsuffixed_traits_ok() -> bool:
+        traits: set[str] = set()
+        for p in chosen[upos]:
+            traits |= providers[p].traits
+        return all(not any_of.isdisjoint(traits) for any_of in u.required)
+
+    def walk(k: int) -> Iterator[tuple[dict, list]]:
+        if k == nslots:
+            completions[0] += 1
+            yield dict(usage), [list(c) for c in chosen]
+            return
+        slot = slots[k]
+        dead: set = set()
+        for p in slot.options:
+            key = sym_key[p] if not touched.get(p) else None
+            if key is not None and key in dead:
+                continue
+            if not admissible(slot, p, k):
+                if key is not None:
+                    dead.add(key)
+                continue
+            place(slot, p, 1)
+            before = completions[0]
+            if not slot.closes_unsuffixed or unsuffixed_traits_ok():
+                yield from walk(k + 1)
+            place(slot, p, -1)
+            if key is not None and completions[0] == before:
+                dead.add(key)
+
+    yield from walk(0)
