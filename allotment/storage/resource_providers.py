@@ -1,0 +1,315 @@
+"""SQL for resource providers and the trees they form.
+
+Every function takes the caller's Connection and never opens a transaction,
+so other use cases (allocations, the reshaper) can compose them inside their
+own.  Rows returned by the lookups carry both internal ids and the UUIDs of
+the parent and root, which is what every caller has needed so far:
+
+    id, uuid, name, generation, root_provider_id, parent_provider_id,
+    root_provider_uuid, parent_provider_uuid, created_at, updated_at
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Row
+
+from allotment import errors
+from allotment.storage.db import utcnow
+from allotment.storage.tables import (
+    allocations,
+    inventories,
+    placement_aggregates,
+    resource_provider_aggregates,
+    resource_provider_traits,
+    resource_providers,
+)
+
+TABLE = resource_providers
+
+CONCURRENT_UPDATE_MESSAGE = (
+    "Another thread concurrently updated the resource provider data. "
+    "Please retry your update")
+
+# Key of the PostgreSQL advisory lock that serialises changes to the shape
+# of provider trees (see lock_tree_shapes).
+_TREE_LOCK_KEY = 0x616C6C6F  # "allo"
+
+
+def _select() -> sa.Select:
+    rp = TABLE
+    root = TABLE.alias("root_rp")
+    parent = TABLE.alias("parent_rp")
+    return sa.select(
+        rp.c.id, rp.c.uuid, rp.c.name, rp.c.generation,
+        rp.c.root_provider_id, rp.c.parent_provider_id,
+        root.c.uuid.label("root_provider_uuid"),
+        parent.c.uuid.label("parent_provider_uuid"),
+        rp.c.created_at, rp.c.updated_at,
+    ).select_from(
+        rp.outerjoin(root, rp.c.root_provider_id == root.c.id)
+        .outerjoin(parent, rp.c.parent_provider_id == parent.c.id))
+
+
+def get_by_uuid(conn: Connection, uuid: str) -> Row | None:
+    """The provider with this UUID, or None (also for malformed UUIDs)."""
+    if not isinstance(uuid, str) or len(uuid) > 36:
+        return None
+    return conn.execute(_select().where(TABLE.c.uuid == uuid)).first()
+
+
+def get_by_id(conn: Connection, provider_id: int) -> Row | None:
+    return conn.execute(_select().where(TABLE.c.id == provider_id)).first()
+
+
+def get_many_by_uuid(conn: Connection, uuids: Iterable[str]) -> dict[str, Row]:
+    """Map each existing UUID among ``uuids`` to its row; unknown ones are absent."""
+    wanted = sorted({u for u in uuids if isinstance(u, str) and len(u) <= 36})
+    if not wanted:
+        return {}
+    rows = conn.execute(_select().where(TABLE.c.uuid.in_(wanted)))
+    return {row.uuid: row for row in rows}
+
+
+def get_many_by_id(conn: Connection, ids: Iterable[int]) -> dict[int, Row]:
+    wanted = sorted(set(ids))
+    if not wanted:
+        return {}
+    rows = conn.execute(_select().where(TABLE.c.id.in_(wanted)))
+    return {row.id: row for row in rows}
+
+
+def bump_generation(conn: Connection, provider_id: int, seen_generation: int) -> int:
+    """Advance the provider's generation from ``seen_generation``.
+
+    Raises errors.ConcurrentUpdate when the stored generation is no longer
+    ``seen_generation`` (someone else changed the provider first).  On
+    PostgreSQL the UPDATE takes the row lock, so a competing writer waits for
+    us and then finds the generation moved: no update is ever lost.
+    Returns the new generation.
+    """
+    result = conn.execute(
+        sa.update(TABLE)
+        .where(TABLE.c.id == provider_id, TABLE.c.generation == seen_generation)
+        .values(generation=seen_generation + 1, updated_at=utcnow()))
+    if result.rowcount != 1:
+        raise errors.ConcurrentUpdate(CONCURRENT_UPDATE_MESSAGE)
+    return seen_generation + 1
+
+
+def lock_tree_shapes(conn: Connection) -> None:
+    """Serialise writers that change which provider is under which.
+
+    Loop detection and the root ids of a moved subtree are only correct if no
+    other writer reshapes the same trees meanwhile.  SQLite writers are
+    already serial (BEGIN IMMEDIATE); PostgreSQL takes a transaction-scoped
+    advisory lock.  Elsewhere the row locks taken by lock_rows() are what we
+    rely on.
+    """
+    if conn.dialect.name == "postgresql":
+        conn.execute(sa.select(sa.func.pg_advisory_xact_lock(_TREE_LOCK_KEY)))
+
+
+def lock_rows(conn: Connection, provider_ids: Iterable[int]) -> None:
+    """Row-lock providers (in id order, so two writers cannot deadlock)."""
+    ids = sorted(set(provider_ids))
+    if ids and conn.dialect.name != "sqlite":
+        conn.execute(sa.select(TABLE.c.id).where(TABLE.c.id.in_(ids))
+                     .order_by(TABLE.c.id).with_for_update())
+
+
+def uuid_taken(conn: Connection, uuid: str) -> bool:
+    return conn.execute(sa.select(TABLE.c.id).where(TABLE.c.uuid == uuid)).first() is not None
+
+
+def name_taken(conn: Connection, name: str, *, except_id: int | None = None) -> bool:
+    query = sa.select(TABLE.c.id).where(TABLE.c.name == name)
+    if except_id is not None:
+        query = query.where(TABLE.c.id != except_id)
+    return conn.execute(query).first() is not None
+
+
+def create(conn: Connection, *, uuid: str, name: str,
+           parent: Row | None = None) -> Row | None:
+    """Insert a provider (a root, or a child of ``parent``).
+
+    Returns None when the UUID or name is already taken (checked by the
+    caller for the message; a race ends here too).  The savepoint keeps the
+    caller's transaction usable after a unique violation.
+    """
+    now = utcnow()
+    try:
+        with conn.begin_nested():
+            result = conn.execute(sa.insert(TABLE).values(
+                uuid=uuid, name=name, generation=0, created_at=now,
+                parent_provider_id=parent.id if parent is not None else None,
+                root_provider_id=parent.root_provider_id if parent is not None else None))
+            new_id = result.inserted_primary_key[0]
+            if parent is None:
+                # A root is its own root; its id is only known now.
+                conn.execute(sa.update(TABLE).where(TABLE.c.id == new_id)
+                             .values(root_provider_id=new_id))
+    except sa.exc.IntegrityError:
+        return None
+    return get_by_id(conn, new_id)
+
+
+def rename(conn: Connection, provider_id: int, name: str) -> bool:
+    """False when another provider has the name."""
+    try:
+        with conn.begin_nested():
+            conn.execute(sa.update(TABLE).where(TABLE.c.id == provider_id)
+                         .values(name=name, updated_at=utcnow()))
+    except sa.exc.IntegrityError:
+        return False
+    return True
+
+
+def touch(conn: Connection, provider_id: int) -> None:
+    conn.execute(sa.update(TABLE).where(TABLE.c.id == provider_id)
+                 .values(updated_at=utcnow()))
+
+
+def tree_rows(conn: Connection, root_id: int) -> list[Row]:
+    """Every provider whose root is ``root_id`` (the root included)."""
+    return list(conn.execute(
+        _select().where(TABLE.c.root_provider_id == root_id).order_by(TABLE.c.id)))
+
+
+def subtree_ids(conn: Connection, provider: Row) -> list[int]:
+    """``provider`` and all its descendants, parents before children."""
+    children: dict[int, list[int]] = {}
+    for row in conn.execute(
+            sa.select(TABLE.c.id, TABLE.c.parent_provider_id)
+            .where(TABLE.c.root_provider_id == provider.root_provider_id)):
+        if row.parent_provider_id is not None:
+            children.setdefault(row.parent_provider_id, []).append(row.id)
+    ordered = [provider.id]
+    for current in ordered:  # grows while we walk it: breadth first
+        ordered.extend(sorted(children.get(current, ())))
+    return ordered
+
+
+def set_parent(conn: Connection, provider: Row, parent: Row | None) -> None:
+    """Move ``provider`` (and its whole subtree) under ``parent`` or to the top.
+
+    The caller has ruled out loops.  Every descendant's root id follows.
+    """
+    new_root = parent.root_provider_id if parent is not None else provider.id
+    members = subtree_ids(conn, provider)
+    now = utcnow()
+    conn.execute(sa.update(TABLE).where(TABLE.c.id == provider.id).values(
+        parent_provider_id=parent.id if parent is not None else None,
+        root_provider_id=new_root, updated_at=now))
+    others = [m for m in members if m != provider.id]
+    if others:
+        conn.execute(sa.update(TABLE).where(TABLE.c.id.in_(others))
+                     .values(root_provider_id=new_root))
+
+
+def has_children(conn: Connection, provider_id: int) -> bool:
+    return conn.execute(
+        sa.select(TABLE.c.id).where(TABLE.c.parent_provider_id == provider_id).limit(1)
+    ).first() is not None
+
+
+def has_allocations(conn: Connection, provider_id: int) -> bool:
+    return conn.execute(
+        sa.select(allocations.c.id)
+        .where(allocations.c.resource_provider_id == provider_id).limit(1)
+    ).first() is not None
+
+
+def delete(conn: Connection, provider_id: int) -> bool:
+    """Remove a childless, allocation-free provider and what hangs off it.
+
+    Returns False when a child appeared meanwhile (the foreign key refuses).
+    """
+    for table in (inventories, resource_provider_aggregates, resource_provider_traits):
+        conn.execute(sa.delete(table).where(table.c.resource_provider_id == provider_id))
+    try:
+        with conn.begin_nested():
+            # A root points at itself; break that before deleting the row.
+            conn.execute(sa.update(TABLE).where(TABLE.c.id == provider_id,
+                                                TABLE.c.root_provider_id == provider_id)
+                         .values(root_provider_id=None))
+            conn.execute(sa.delete(TABLE).where(TABLE.c.id == provider_id))
+    except sa.exc.IntegrityError:
+        return False
+    return True
+
+
+# -- listing ---------------------------------------------------------------
+
+def _with_any_aggregate(agg_uuids: Iterable[str]) -> sa.Select:
+    """Ids of providers in at least one of the aggregates."""
+    return (sa.select(resource_provider_aggregates.c.resource_provider_id)
+            .join(placement_aggregates,
+                  placement_aggregates.c.id == resource_provider_aggregates.c.aggregate_id)
+            .where(placement_aggregates.c.uuid.in_(sorted(agg_uuids))))
+
+
+def _with_any_trait(trait_ids: Iterable[int]) -> sa.Select:
+    return (sa.select(resource_provider_traits.c.resource_provider_id)
+            .where(resource_provider_traits.c.trait_id.in_(sorted(trait_ids))))
+
+
+def _with_capacity(class_id: int, amount: int) -> sa.Select:
+    """Ids of providers that could take ``amount`` more of the class now."""
+    used = (sa.select(allocations.c.resource_provider_id,
+                      sa.func.sum(allocations.c.used).label("used"))
+            .where(allocations.c.resource_class_id == class_id)
+            .group_by(allocations.c.resource_provider_id).subquery())
+    inv = inventories
+    return (
+        sa.select(inv.c.resource_provider_id)
+        .select_from(inv.outerjoin(used, used.c.resource_provider_id
+                                   == inv.c.resource_provider_id))
+        .where(inv.c.resource_class_id == class_id,
+               sa.func.coalesce(used.c.used, 0) + amount
+               <= (inv.c.total - inv.c.reserved) * inv.c.allocation_ratio,
+               inv.c.min_unit <= amount,
+               inv.c.max_unit >= amount,
+               (amount % inv.c.step_size) == 0))
+
+
+def list_filtered(
+    conn: Connection,
+    *,
+    name: str | None = None,
+    uuid: str | None = None,
+    root_id: int | None = None,
+    member_of: Iterable[Iterable[str]] = (),
+    forbidden_aggregates: Iterable[str] = (),
+    required_trait_ids: Iterable[Iterable[int]] = (),
+    forbidden_trait_ids: Iterable[int] = (),
+    resources: Mapping[int, int] | None = None,
+) -> list[Row]:
+    """Providers matching every filter given.
+
+    ``member_of`` and ``required_trait_ids`` are lists of any-of sets (all
+    sets must match); ``resources`` maps resource class ids to amounts the
+    provider must still have room for.
+    """
+    query = _select()
+    if name is not None:
+        query = query.where(TABLE.c.name == name)
+    if uuid is not None:
+        query = query.where(TABLE.c.uuid == uuid)
+    if root_id is not None:
+        query = query.where(TABLE.c.root_provider_id == root_id)
+    for any_traits in required_trait_ids:
+        query = query.where(TABLE.c.id.in_(_with_any_trait(any_traits)))
+    forbidden_trait_ids = set(forbidden_trait_ids)
+    if forbidden_trait_ids:
+        query = query.where(TABLE.c.id.not_in(_with_any_trait(forbidden_trait_ids)))
+    for any_aggs in member_of:
+        query = query.where(TABLE.c.id.in_(_with_any_aggregate(any_aggs)))
+    forbidden_aggregates = set(forbidden_aggregates)
+    if forbidden_aggregates:
+        query = query.where(TABLE.c.id.not_in(_with_any_aggregate(forbidden_aggregates)))
+    for class_id, amount in (resources or {}).items():
+        query = query.where(TABLE.c.id.in_(_with_capacity(class_id, amount)))
+    return list(conn.execute(query.order_by(TABLE.c.id)))
