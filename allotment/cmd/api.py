@@ -44,10 +44,15 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"address to listen on (default {DEFAULT_BIND})")
     parser.add_argument("--workers", type=int, default=1, metavar="N",
                         help="worker processes (default 1)")
+    parser.add_argument("--auth-strategy", choices=("keystone", "noauth2"),
+                        help="override [api] auth_strategy (noauth2 is for "
+                        "development: the token 'admin' is an administrator)")
     args = parser.parse_args(argv)
     if args.workers < 1:
         parser.error("--workers must be at least 1")
     conf = common.load_conf(args)
+    if args.auth_strategy:
+        conf.set_override("auth_strategy", args.auth_strategy, group="api")
 
     # Migrate and sync once, before any worker starts, so workers never race
     # each other over the schema.
