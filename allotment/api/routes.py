@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from allotment.api import resource_classes, root, traits
+from allotment.api import (
+    allocations,
+    provider_allocations,
+    resource_classes,
+    root,
+    traits,
+    usages,
+)
 from allotment.runtime import Runtime
 
 
@@ -14,4 +21,9 @@ def build(runtime: Runtime) -> list[tuple[str, object]]:
         ("/resource_classes/{name}", resource_classes.ResourceClass(runtime)),
         ("/traits", traits.Traits(runtime)),
         ("/traits/{name}", traits.Trait(runtime)),
+        ("/allocations", allocations.Allocations(runtime)),
+        ("/allocations/{consumer_uuid}", allocations.ConsumerAllocationsResource(runtime)),
+        ("/resource_providers/{uuid}/allocations",
+         provider_allocations.ProviderAllocations(runtime)),
+        ("/usages", usages.Usages(runtime)),
     ]

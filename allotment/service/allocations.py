@@ -1,0 +1,309 @@
+"""Allocations: read them, replace them for one or many consumers, delete them.
+
+Every write goes through :func:`write` inside :func:`run_write`, which is
+where the invariant lives: after the transaction commits, no inventory is
+used beyond ``(total - reserved) * allocation_ratio`` because of it.
+
+Concurrency: the providers a write touches are row-locked (in id order) on
+server databases before usage is read, and SQLite writers are serial
+(BEGIN IMMEDIATE), so the usage a write checks is the usage it commits
+against.  Provider and consumer generations are still advanced with guarded
+UPDATEs; a guard that fails, a deadlock, a serialization failure or a racing
+insert of the same consumer rolls the transaction back and the whole write
+is tried again, up to ``[placement] allocation_conflict_retry_count`` times.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Row
+
+from allotment import errors
+from allotment.service import consumers as consumer_service
+from allotment.service.consumers import ConsumerRequest
+from allotment.storage import allocations as store
+from allotment.storage import consumers as consumer_store
+from allotment.storage import resource_classes, resource_providers
+from allotment.storage.db import Database
+
+LOG = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+PROVIDER_CONFLICT = (
+    "Another thread concurrently updated the resource provider data. "
+    "Please retry your update")
+WRITE_CONFLICT = "Inventory and/or allocations changed while attempting to allocate: "
+
+
+@dataclass
+class ConsumerAllocations:
+    """The complete set of allocations one consumer should hold afterwards.
+
+    ``allocations`` maps provider UUID to {resource class: amount}; an empty
+    map removes every allocation of the consumer.
+    """
+
+    consumer: ConsumerRequest
+    allocations: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+
+
+class UnknownResourceClass(Exception):
+    """A resource class named by the request does not exist."""
+
+
+class InvalidAllocation(Exception):
+    """The allocations do not fit the inventory (missing, constraints, capacity)."""
+
+
+class RetryWrite(Exception):
+    """The write lost a race; roll back and run it again."""
+
+
+# SQLSTATEs of PostgreSQL's serialization_failure and deadlock_detected, and
+# MySQL's deadlock / lock wait timeout errors: the transaction is doomed but
+# running it again can succeed.
+_PG_RETRYABLE = {"40001", "40P01"}
+_MYSQL_RETRYABLE = {1213, 1205}
+
+
+def _transient(exc: sa.exc.DBAPIError) -> bool:
+    if isinstance(exc, sa.exc.IntegrityError):
+        # Two writers creating the same consumer (or project, user, type):
+        # the loser retries and finds the winner's row.
+        return True
+    orig = exc.orig
+    if getattr(orig, "sqlstate", None) in _PG_RETRYABLE:
+        return True
+    args = getattr(orig, "args", ())
+    if args and args[0] in _MYSQL_RETRYABLE:
+        return True
+    return "database is locked" in str(orig)
+
+
+def run_write(db: Database, work: Callable[[Connection], T], *, attempts: int) -> T:
+    """Run ``work`` in a write transaction, again on a lost race.
+
+    :raises errors.ConcurrentUpdate: still losing after ``attempts`` tries.
+    """
+    attempts = max(1, attempts)
+    for attempt in range(1, attempts + 1):
+        try:
+            with db.write() as conn:
+                return work(conn)
+        except RetryWrite:
+            reason = "generation conflict"
+        except sa.exc.DBAPIError as exc:
+            if not _transient(exc):
+                raise
+            reason = type(exc.orig).__name__
+        LOG.debug("Retrying allocation write (attempt %d of %d) after %s",
+                  attempt, attempts, reason)
+    LOG.warning("Exceeded retry limit of %d on allocations write", attempts)
+    raise errors.ConcurrentUpdate(WRITE_CONFLICT + PROVIDER_CONFLICT)
+
+
+@dataclass
+class _Alloc:
+    consumer: int  # index into the batch
+    provider: Row
+    class_id: int
+    class_name: str
+    used: int  # 0: only marks an allocation being removed
+
+
+def write(conn: Connection, batch: Sequence[ConsumerAllocations],
+          *, locked: bool = False) -> None:
+    """Replace the allocations of every consumer in ``batch``, all or nothing.
+
+    Checks happen in upstream's order: consumer generations, providers,
+    resource classes, then inventory constraints and capacity.  ``locked``
+    says the caller already row-locked every provider involved.
+
+    :raises errors.ConcurrentUpdate: a consumer generation does not match.
+    :raises errors.BadRequest: a provider does not exist.
+    :raises UnknownResourceClass, InvalidAllocation: see their names.
+    :raises RetryWrite: a generation moved under us.
+    """
+    uuids = [item.consumer.uuid for item in batch]
+    existing = consumer_store.get_many_by_uuid(conn, uuids)
+
+    # Consumers removing everything touch the providers they held.
+    emptied = [existing[u].id for u, item in zip(uuids, batch, strict=True)
+               if not item.allocations and u in existing]
+    old_rows = store.of_consumers(conn, emptied)
+
+    wanted = {p for item in batch for p in item.allocations}
+    known = resource_providers.get_many_by_uuid(conn, wanted)
+    provider_ids = {row.id for row in known.values()} | {r.resource_provider_id
+                                                          for r in old_rows}
+    if not locked:
+        resource_providers.lock_rows(conn, provider_ids)
+    # Read again after locking: these generations are the ones we bump.
+    by_id = resource_providers.get_many_by_id(conn, provider_ids)
+    by_uuid = {row.uuid: row for row in by_id.values()}
+
+    states = [consumer_service.ensure(conn, item.consumer, existing.get(item.consumer.uuid))
+              for item in batch]
+
+    for item in batch:
+        for provider_uuid in item.allocations:
+            if provider_uuid not in by_uuid:
+                raise errors.BadRequest(
+                    f"Allocation for resource provider '{provider_uuid}' "
+                    "that does not exist.")
+
+    names = [rc for item in batch for amounts in item.allocations.values() for rc in amounts]
+    class_ids = resource_classes.ids_for(conn, names)
+    for name in names:
+        if name not in class_ids:
+            raise UnknownResourceClass(f"No such resource class {name}.")
+
+    allocs: list[_Alloc] = []
+    old_by_consumer: dict[int, list[Row]] = defaultdict(list)
+    for row in old_rows:
+        old_by_consumer[row.consumer_id].append(row)
+    for index, (item, state) in enumerate(zip(batch, states, strict=True)):
+        if item.allocations:
+            for provider_uuid, amounts in item.allocations.items():
+                for name, used in amounts.items():
+                    allocs.append(_Alloc(index, by_uuid[provider_uuid], class_ids[name],
+                                         name, used))
+        else:
+            for row in old_by_consumer.get(state.id, []):
+                allocs.append(_Alloc(index, by_id[row.resource_provider_id],
+                                     row.resource_class_id, row.resource_class, 0))
+
+    touched_pids = {a.provider.id for a in allocs}
+    touched_cids = {a.class_id for a in allocs}
+    before = store.usage(conn, touched_pids, touched_cids)
+    store.delete_of_consumers(conn, [s.id for s in states if not s.created])
+    _check_fit(conn, allocs, before)
+
+    for index, state in enumerate(states):
+        amounts = {(a.provider.id, a.class_id): a.used
+                   for a in allocs if a.consumer == index and a.used > 0}
+        store.insert(conn, state.id, amounts)
+
+    try:
+        for pid in sorted(touched_pids):
+            resource_providers.bump_generation(conn, pid, by_id[pid].generation)
+    except errors.ConcurrentUpdate as exc:
+        raise RetryWrite() from exc
+    for index in sorted({a.consumer for a in allocs}):
+        state = states[index]
+        if not consumer_store.bump_generation(conn, state.id, state.generation):
+            raise RetryWrite()
+    consumer_store.delete_if_no_allocations(conn, [s.id for s in states])
+
+
+def _check_fit(conn: Connection, allocs: list[_Alloc], before: Mapping) -> None:
+    """Refuse allocations the inventory cannot hold.
+
+    ``before`` is the usage before this write's consumers let go of their old
+    allocations.  A provider already over capacity (its inventory shrank)
+    may still be written to as long as the write does not make it worse.
+    """
+    if not allocs:
+        return
+    pids = {a.provider.id for a in allocs}
+    cids = {a.class_id for a in allocs}
+    inventory = store.inventory(conn, pids, cids)
+    usage = store.usage(conn, pids, cids)
+
+    with_inventory = {pid for pid, _ in inventory}
+    missing = sorted({a.provider.uuid for a in allocs if a.provider.id not in with_inventory})
+    if missing:
+        classes = ", ".join(sorted({a.class_name for a in allocs}))
+        raise InvalidAllocation(
+            f"Inventory for '{classes}' on resource provider '{', '.join(missing)}' invalid.")
+
+    requested: dict[tuple[int, int], int] = defaultdict(int)
+    for alloc in allocs:
+        key = (alloc.provider.id, alloc.class_id)
+        requested[key] += alloc.used
+        if alloc.used == 0:
+            continue
+        where = f"'{alloc.class_name}' on resource provider '{alloc.provider.uuid}'"
+        inv = inventory.get(key)
+        if inv is None:
+            raise InvalidAllocation(f"Inventory for {where} invalid.")
+        if (alloc.used < inv.min_unit or alloc.used > inv.max_unit
+                or alloc.used % inv.step_size != 0):
+            LOG.warning("Allocation of %d %s violates min_unit %d, max_unit %d or "
+                        "step_size %d", alloc.used, where, inv.min_unit, inv.max_unit,
+                        inv.step_size)
+            raise InvalidAllocation(
+                f"Unable to create allocation for {where}. The requested amount "
+                "would violate inventory constraints.")
+        used = usage.get(key, 0)
+        capacity = (inv.total - inv.reserved) * inv.allocation_ratio
+        after = used + requested[key]
+        if capacity < after:
+            previous = before.get(key)
+            if previous is not None and after <= previous:
+                LOG.warning("Over capacity for %s but the write reduces the overage "
+                            "from %d to %d", where, previous, after)
+                continue
+            LOG.warning("Over capacity for %s: needed %d, used %d, capacity %s",
+                        where, alloc.used, used, capacity)
+            raise InvalidAllocation(
+                f"Unable to create allocation for {where}. The requested amount "
+                "would exceed the capacity.")
+
+
+def _translate(run: Callable[[], T], not_found: str) -> T:
+    """Word failures as upstream's allocation handlers do."""
+    try:
+        return run()
+    except UnknownResourceClass as exc:
+        raise errors.BadRequest(f"{not_found}{exc}") from None
+    except InvalidAllocation as exc:
+        raise errors.Conflict(f"Unable to allocate inventory: {exc}") from None
+
+
+def replace_for_consumer(db: Database, item: ConsumerAllocations, *, attempts: int) -> None:
+    """PUT /allocations/{consumer_uuid}: the consumer's whole allocation."""
+    _translate(
+        lambda: run_write(db, lambda conn: write(conn, [item]), attempts=attempts),
+        f"Unable to allocate inventory for consumer {item.consumer.uuid}: ")
+
+
+def replace_many(db: Database, batch: Sequence[ConsumerAllocations], *, attempts: int) -> None:
+    """POST /allocations: several consumers at once, all or nothing."""
+    _translate(
+        lambda: run_write(db, lambda conn: write(conn, batch), attempts=attempts),
+        "Unable to allocate inventory ")
+
+
+def delete_for_consumer(db: Database, consumer_uuid: str) -> None:
+    """Remove every allocation of a consumer, and with them the consumer."""
+    with db.write() as conn:
+        consumer = consumer_store.get_many_by_uuid(conn, [consumer_uuid]).get(consumer_uuid)
+        removed = store.delete_of_consumers(conn, [consumer.id]) if consumer else 0
+        if not removed:
+            raise errors.NotFound(f"No allocations for consumer '{consumer_uuid}'")
+        consumer_store.delete_if_no_allocations(conn, [consumer.id])
+
+
+def get_for_consumer(db: Database, consumer_uuid: str) -> list[Row]:
+    """The consumer's allocations (empty when it holds none or does not exist)."""
+    with db.read() as conn:
+        return store.for_consumer(conn, consumer_uuid)
+
+
+def get_for_provider(db: Database, provider_uuid: str) -> tuple[Row, list[Row]]:
+    """The provider and every allocation against it."""
+    with db.read() as conn:
+        provider = resource_providers.get_by_uuid(conn, provider_uuid)
+        if provider is None:
+            raise errors.NotFound(
+                f"Resource provider '{provider_uuid}' not found: No resource "
+                f"provider with uuid {provider_uuid} found")
+        return provider, store.for_provider(conn, provider.id)

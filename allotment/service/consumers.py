@@ -1,0 +1,83 @@
+"""Consumers: who holds allocations, and the generation that guards them.
+
+A consumer exists exactly while it holds allocations: it is created by the
+first write that gives it some and removed by the write that takes its last
+one away.  Everything here runs inside the caller's write transaction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy.engine import Connection, Row
+
+from allotment import errors
+from allotment.storage import consumers as store
+
+
+@dataclass(frozen=True)
+class ConsumerRequest:
+    """What a write says about one consumer.
+
+    ``generation`` is only compared when ``check_generation`` (microversion
+    1.28 on); None there means "I expect this consumer not to exist yet".
+    ``consumer_type`` is None when the request could not name one (before
+    1.38); an existing consumer then keeps its type.
+    """
+
+    uuid: str
+    project_id: str
+    user_id: str
+    generation: int | None = None
+    check_generation: bool = False
+    consumer_type: str | None = None
+
+
+@dataclass
+class ConsumerState:
+    id: int
+    uuid: str
+    generation: int
+    created: bool
+
+
+def _conflict(expected: object, got: object) -> errors.ConcurrentUpdate:
+    return errors.ConcurrentUpdate(
+        f"consumer generation conflict - expected {expected} but got {got}")
+
+
+def ensure(conn: Connection, request: ConsumerRequest,
+           existing: Row | None) -> ConsumerState:
+    """Check the caller's view of the consumer, then create or update it.
+
+    ``existing`` is the consumer's current row (None when it does not exist).
+    The generation is not bumped here: the allocation write does that once
+    it has succeeded, with a guarded UPDATE.
+
+    :raises errors.ConcurrentUpdate: the generation the caller gave does not
+        match.
+    """
+    if existing is not None:
+        if request.check_generation and existing.generation != request.generation:
+            raise _conflict(existing.generation, request.generation)
+    elif request.check_generation and request.generation is not None:
+        raise _conflict("null", request.generation)
+
+    project_id = store.ensure_project(conn, request.project_id)
+    user_id = store.ensure_user(conn, request.user_id)
+    type_id = None
+    if request.consumer_type is not None:
+        type_id = store.ensure_consumer_type(conn, request.consumer_type)
+
+    if existing is None:
+        consumer_id = store.create(conn, uuid=request.uuid, project_id=project_id,
+                                   user_id=user_id, consumer_type_id=type_id)
+        return ConsumerState(consumer_id, request.uuid, 0, created=True)
+
+    new_type = type_id if type_id is not None else existing.consumer_type_id
+    if (project_id, user_id, new_type) != (
+            existing.project_id, existing.user_id, existing.consumer_type_id):
+        # The latest writer names the owner, as upstream does.
+        store.update_owner(conn, existing.id, project_id=project_id,
+                           user_id=user_id, consumer_type_id=new_type)
+    return ConsumerState(existing.id, existing.uuid, existing.generation, created=False)

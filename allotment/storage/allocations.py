@@ -1,0 +1,188 @@
+"""SQL for allocations: reads for the API, and the pieces of a write.
+
+Functions take the caller's Connection and never open a transaction.  The
+service composes them into one write transaction per request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Row
+
+from allotment.storage.db import utcnow
+from allotment.storage.tables import (
+    allocations,
+    consumer_types,
+    consumers,
+    inventories,
+    projects,
+    resource_classes,
+    resource_providers,
+    users,
+)
+
+TABLE = allocations
+
+# Keys of the maps below: (resource_provider_id, resource_class_id).
+Pair = tuple[int, int]
+
+
+def for_consumer(conn: Connection, consumer_uuid: str) -> list[Row]:
+    """Every allocation of one consumer, with its provider and owner.
+
+    Rows: provider_uuid, provider_generation, resource_class, used,
+    created_at, updated_at, consumer_generation, project_external_id,
+    user_external_id, consumer_type.
+    """
+    rp = resource_providers
+    query = sa.select(
+        rp.c.uuid.label("provider_uuid"),
+        rp.c.generation.label("provider_generation"),
+        resource_classes.c.name.label("resource_class"),
+        TABLE.c.used, TABLE.c.created_at, TABLE.c.updated_at,
+        consumers.c.generation.label("consumer_generation"),
+        projects.c.external_id.label("project_external_id"),
+        users.c.external_id.label("user_external_id"),
+        consumer_types.c.name.label("consumer_type"),
+    ).select_from(
+        TABLE.join(consumers, TABLE.c.consumer_id == consumers.c.id)
+        .join(rp, TABLE.c.resource_provider_id == rp.c.id)
+        .join(resource_classes, TABLE.c.resource_class_id == resource_classes.c.id)
+        .join(projects, consumers.c.project_id == projects.c.id)
+        .join(users, consumers.c.user_id == users.c.id)
+        .outerjoin(consumer_types, consumers.c.consumer_type_id == consumer_types.c.id)
+    ).where(consumers.c.uuid == consumer_uuid).order_by(TABLE.c.id)
+    return list(conn.execute(query))
+
+
+def for_provider(conn: Connection, provider_id: int) -> list[Row]:
+    """Every allocation against one provider.
+
+    Rows: consumer_uuid, consumer_generation, resource_class, used,
+    created_at, updated_at.
+    """
+    query = sa.select(
+        consumers.c.uuid.label("consumer_uuid"),
+        consumers.c.generation.label("consumer_generation"),
+        resource_classes.c.name.label("resource_class"),
+        TABLE.c.used, TABLE.c.created_at, TABLE.c.updated_at,
+    ).select_from(
+        TABLE.join(consumers, TABLE.c.consumer_id == consumers.c.id)
+        .join(resource_classes, TABLE.c.resource_class_id == resource_classes.c.id)
+    ).where(TABLE.c.resource_provider_id == provider_id).order_by(TABLE.c.id)
+    return list(conn.execute(query))
+
+
+def of_consumers(conn: Connection, consumer_ids: Iterable[int]) -> list[Row]:
+    """Allocation rows (consumer_id, resource_provider_id, resource_class_id,
+    resource_class, used) of some consumers."""
+    ids = sorted(set(consumer_ids))
+    if not ids:
+        return []
+    query = sa.select(
+        TABLE.c.consumer_id, TABLE.c.resource_provider_id,
+        TABLE.c.resource_class_id, resource_classes.c.name.label("resource_class"),
+        TABLE.c.used,
+    ).select_from(
+        TABLE.join(resource_classes, TABLE.c.resource_class_id == resource_classes.c.id)
+    ).where(TABLE.c.consumer_id.in_(ids)).order_by(TABLE.c.id)
+    return list(conn.execute(query))
+
+
+def usage(conn: Connection, provider_ids: Iterable[int],
+          class_ids: Iterable[int]) -> dict[Pair, int]:
+    """Total used per (provider, class), over every consumer."""
+    pids, cids = sorted(set(provider_ids)), sorted(set(class_ids))
+    if not pids or not cids:
+        return {}
+    query = sa.select(
+        TABLE.c.resource_provider_id, TABLE.c.resource_class_id,
+        sa.func.sum(TABLE.c.used),
+    ).where(
+        TABLE.c.resource_provider_id.in_(pids), TABLE.c.resource_class_id.in_(cids),
+    ).group_by(TABLE.c.resource_provider_id, TABLE.c.resource_class_id)
+    return {(pid, cid): int(used) for pid, cid, used in conn.execute(query)}
+
+
+def inventory(conn: Connection, provider_ids: Iterable[int],
+              class_ids: Iterable[int]) -> dict[Pair, Row]:
+    """The inventory records an allocation is checked against.
+
+    Rows: total, reserved, min_unit, max_unit, step_size, allocation_ratio.
+    """
+    pids, cids = sorted(set(provider_ids)), sorted(set(class_ids))
+    if not pids or not cids:
+        return {}
+    inv = inventories
+    query = sa.select(
+        inv.c.resource_provider_id, inv.c.resource_class_id, inv.c.total,
+        inv.c.reserved, inv.c.min_unit, inv.c.max_unit, inv.c.step_size,
+        inv.c.allocation_ratio,
+    ).where(inv.c.resource_provider_id.in_(pids), inv.c.resource_class_id.in_(cids))
+    return {(r.resource_provider_id, r.resource_class_id): r for r in conn.execute(query)}
+
+
+def delete_of_consumers(conn: Connection, consumer_ids: Iterable[int]) -> int:
+    ids = sorted(set(consumer_ids))
+    if not ids:
+        return 0
+    return conn.execute(sa.delete(TABLE).where(TABLE.c.consumer_id.in_(ids))).rowcount
+
+
+def insert(conn: Connection, consumer_id: int,
+           amounts: Mapping[Pair, int]) -> None:
+    """Add one consumer's allocations: {(provider_id, class_id): used}."""
+    if not amounts:
+        return
+    now = utcnow()
+    conn.execute(sa.insert(TABLE), [
+        {"consumer_id": consumer_id, "resource_provider_id": pid,
+         "resource_class_id": cid, "used": used, "created_at": now}
+        for (pid, cid), used in sorted(amounts.items())
+    ])
+
+
+def _owned_by(project_external_id: str, user_external_id: str | None):
+    joined = (
+        TABLE.join(consumers, TABLE.c.consumer_id == consumers.c.id)
+        .join(projects, consumers.c.project_id == projects.c.id)
+        .outerjoin(consumer_types, consumers.c.consumer_type_id == consumer_types.c.id)
+    )
+    where = [projects.c.external_id == project_external_id]
+    if user_external_id is not None:
+        joined = joined.join(users, consumers.c.user_id == users.c.id)
+        where.append(users.c.external_id == user_external_id)
+    return joined, where
+
+
+def usages_of_project(conn: Connection, project_external_id: str,
+                      user_external_id: str | None = None) -> list[Row]:
+    """Used per (consumer type, class) for a project, optionally one user.
+
+    Rows: consumer_type (None for consumers without a type), resource_class,
+    used.
+    """
+    joined, where = _owned_by(project_external_id, user_external_id)
+    query = sa.select(
+        consumer_types.c.name.label("consumer_type"),
+        resource_classes.c.name.label("resource_class"),
+        sa.func.sum(TABLE.c.used).label("used"),
+    ).select_from(
+        joined.join(resource_classes, TABLE.c.resource_class_id == resource_classes.c.id)
+    ).where(*where).group_by(consumer_types.c.name, resource_classes.c.name)
+    return list(conn.execute(query))
+
+
+def consumer_counts_of_project(conn: Connection, project_external_id: str,
+                               user_external_id: str | None = None
+                               ) -> dict[str | None, int]:
+    """Distinct consumers holding allocations, per consumer type (None: no
+    type).  Counted apart from the sums so that a consumer of several
+    classes counts once."""
+    joined, where = _owned_by(project_external_id, user_external_id)
+    query = sa.select(
+        consumer_types.c.name, sa.func.count(sa.distinct(TABLE.c.consumer_id)),
+    ).select_from(joined).where(*where).group_by(consumer_types.c.name)
+    return {name: int(count) for name, count in conn.execute(query)}

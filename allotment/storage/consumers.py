@@ -1,0 +1,121 @@
+"""SQL for consumers and the projects, users and consumer types they name.
+
+Functions take the caller's Connection and never open a transaction, so the
+allocation writers and the reshaper compose them inside their own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Row
+
+from allotment.storage.db import utcnow
+from allotment.storage.tables import (
+    allocations,
+    consumer_types,
+    consumers,
+    projects,
+    users,
+)
+
+TABLE = consumers
+
+
+def _select() -> sa.Select:
+    return sa.select(
+        TABLE.c.id, TABLE.c.uuid, TABLE.c.generation,
+        TABLE.c.project_id, TABLE.c.user_id, TABLE.c.consumer_type_id,
+        projects.c.external_id.label("project_external_id"),
+        users.c.external_id.label("user_external_id"),
+        consumer_types.c.name.label("consumer_type"),
+        TABLE.c.created_at, TABLE.c.updated_at,
+    ).select_from(
+        TABLE.join(projects, TABLE.c.project_id == projects.c.id)
+        .join(users, TABLE.c.user_id == users.c.id)
+        .outerjoin(consumer_types, TABLE.c.consumer_type_id == consumer_types.c.id))
+
+
+def get_many_by_uuid(conn: Connection, uuids: Iterable[str]) -> dict[str, Row]:
+    """Map each existing consumer UUID among ``uuids`` to its row.
+
+    Rows carry id, uuid, generation, project_id, user_id, consumer_type_id,
+    project_external_id, user_external_id and consumer_type (None when the
+    consumer predates consumer types).
+    """
+    wanted = sorted(set(uuids))
+    if not wanted:
+        return {}
+    rows = conn.execute(_select().where(TABLE.c.uuid.in_(wanted)))
+    return {row.uuid: row for row in rows}
+
+
+def _ensure_external(conn: Connection, table: sa.Table, column: str, value: str) -> int:
+    """The id of the row whose ``column`` is ``value``, inserting it if needed.
+
+    A concurrent writer may insert the same value first: the savepoint keeps
+    our transaction usable after the unique violation and we read theirs.
+    """
+    col = table.c[column]
+    found = conn.execute(sa.select(table.c.id).where(col == value)).scalar()
+    if found is not None:
+        return found
+    try:
+        with conn.begin_nested():
+            conn.execute(sa.insert(table).values({column: value, "created_at": utcnow()}))
+    except sa.exc.IntegrityError:
+        pass
+    return conn.execute(sa.select(table.c.id).where(col == value)).scalar_one()
+
+
+def ensure_project(conn: Connection, external_id: str) -> int:
+    return _ensure_external(conn, projects, "external_id", external_id)
+
+
+def ensure_user(conn: Connection, external_id: str) -> int:
+    return _ensure_external(conn, users, "external_id", external_id)
+
+
+def ensure_consumer_type(conn: Connection, name: str) -> int:
+    return _ensure_external(conn, consumer_types, "name", name)
+
+
+def create(conn: Connection, *, uuid: str, project_id: int, user_id: int,
+           consumer_type_id: int | None) -> int:
+    """Insert a consumer at generation 0; returns its id.
+
+    A racing insert of the same UUID raises sqlalchemy IntegrityError, which
+    the caller treats as "retry the whole write".
+    """
+    result = conn.execute(sa.insert(TABLE).values(
+        uuid=uuid, project_id=project_id, user_id=user_id,
+        consumer_type_id=consumer_type_id, generation=0, created_at=utcnow()))
+    return result.inserted_primary_key[0]
+
+
+def update_owner(conn: Connection, consumer_id: int, *, project_id: int, user_id: int,
+                 consumer_type_id: int | None) -> None:
+    """Record a new project, user or type without touching the generation."""
+    conn.execute(sa.update(TABLE).where(TABLE.c.id == consumer_id).values(
+        project_id=project_id, user_id=user_id, consumer_type_id=consumer_type_id,
+        updated_at=utcnow()))
+
+
+def bump_generation(conn: Connection, consumer_id: int, seen_generation: int) -> bool:
+    """Advance the generation from ``seen_generation``; False if it had moved."""
+    result = conn.execute(
+        sa.update(TABLE)
+        .where(TABLE.c.id == consumer_id, TABLE.c.generation == seen_generation)
+        .values(generation=seen_generation + 1, updated_at=utcnow()))
+    return result.rowcount == 1
+
+
+def delete_if_no_allocations(conn: Connection, consumer_ids: Iterable[int]) -> None:
+    """Remove the consumers among ``consumer_ids`` that hold no allocation."""
+    ids = sorted(set(consumer_ids))
+    if not ids:
+        return
+    holding = sa.select(allocations.c.consumer_id).where(
+        allocations.c.consumer_id == TABLE.c.id)
+    conn.execute(sa.delete(TABLE).where(TABLE.c.id.in_(ids), ~sa.exists(holding)))
