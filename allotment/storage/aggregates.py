@@ -43,7 +43,8 @@ def ensure(conn: Connection, uuids: Iterable[str]) -> dict[str, int]:
     wanted = sorted(set(uuids))
     if not wanted:
         return {}
-    found = dict(conn.execute(sa.select(AGG.c.uuid, AGG.c.id).where(AGG.c.uuid.in_(wanted))))
+    found = dict(conn.execute(
+        sa.select(AGG.c.uuid, AGG.c.id).where(AGG.c.uuid.in_(wanted))).all())
     for agg in wanted:
         if agg in found:
             continue
@@ -62,7 +63,7 @@ def replace(conn: Connection, provider_id: int, uuids: Iterable[str]) -> None:
     wanted = ensure(conn, uuids)
     current = dict(conn.execute(
         sa.select(AGG.c.uuid, AGG.c.id).join(LINK, LINK.c.aggregate_id == AGG.c.id)
-        .where(LINK.c.resource_provider_id == provider_id)))
+        .where(LINK.c.resource_provider_id == provider_id)).all())
     gone = [agg_id for agg, agg_id in current.items() if agg not in wanted]
     if gone:
         conn.execute(sa.delete(LINK).where(LINK.c.resource_provider_id == provider_id,

@@ -1,0 +1,54 @@
+"""/resource_providers/{uuid}/aggregates (from 1.1)."""
+
+from __future__ import annotations
+
+import falcon
+
+from allotment.api import body, rendering
+from allotment.api.resource import Resource, authorize, require_version
+from allotment.api.resource_providers import at_least, json_request
+from allotment.service import aggregates as service
+from allotment.service import resource_providers as providers
+
+_LIST = {"type": "array", "items": {"type": "string", "format": "uuid"},
+         "uniqueItems": True}
+PUT_SCHEMA_1_1 = _LIST
+PUT_SCHEMA_1_19 = {
+    "type": "object",
+    "properties": {"aggregates": _LIST,
+                   "resource_provider_generation": {"type": "integer"}},
+    "required": ["aggregates", "resource_provider_generation"],
+    "additionalProperties": False,
+}
+# From this microversion the generation travels with the aggregates.
+GENERATION_VERSION = (1, 19)
+
+
+def _send(req: falcon.Request, resp: falcon.Response, provider, aggregates: list[str]) -> None:
+    payload: dict = {"aggregates": aggregates}
+    if at_least(req, GENERATION_VERSION):
+        payload["resource_provider_generation"] = provider.generation
+    # Membership changes carry no timestamp of their own: "now", as upstream.
+    rendering.send_json(req, resp, payload)
+
+
+class ProviderAggregates(Resource):
+    def on_get(self, req: falcon.Request, resp: falcon.Response, uuid: str) -> None:
+        require_version(req, "1.1")
+        authorize(req, "placement:resource_providers:aggregates:list")
+        provider, aggregates = service.get_aggregates(self.db, uuid)
+        _send(req, resp, provider, aggregates)
+
+    def on_put(self, req: falcon.Request, resp: falcon.Response, uuid: str) -> None:
+        body.require_json(req)
+        require_version(req, "1.1")
+        authorize(req, "placement:resource_providers:aggregates:update")
+        providers.get_provider(self.db, uuid)  # 404 before body errors
+        with_generation = at_least(req, GENERATION_VERSION)
+        data = json_request(req, PUT_SCHEMA_1_19 if with_generation else PUT_SCHEMA_1_1)
+        if with_generation:
+            aggregates, generation = data["aggregates"], data["resource_provider_generation"]
+        else:
+            aggregates, generation = data, None
+        provider = service.set_aggregates(self.db, uuid, aggregates, generation=generation)
+        _send(req, resp, provider, aggregates)

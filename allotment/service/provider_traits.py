@@ -1,0 +1,45 @@
+"""Traits of a resource provider (from 1.6)."""
+
+from __future__ import annotations
+
+from sqlalchemy.engine import Row
+
+from allotment import errors
+from allotment.service.resource_providers import require
+from allotment.storage import provider_traits as store
+from allotment.storage import resource_providers as providers
+from allotment.storage import traits as trait_store
+from allotment.storage.db import Database
+
+GENERATION_CONFLICT = (
+    "Resource provider's generation already changed. Please update the "
+    "generation and try again.")
+
+
+def get_traits(db: Database, uuid: str) -> tuple[Row, list[Row]]:
+    with db.read() as conn:
+        provider = require(conn, uuid)
+        return provider, store.for_provider(conn, provider.id)
+
+
+def set_traits(db: Database, uuid: str, names: list[str],
+               generation: int) -> tuple[Row, list[Row]]:
+    """Replace the provider's traits; every name must be a known trait."""
+    with db.write() as conn:
+        provider = require(conn, uuid)
+        if generation != provider.generation:
+            raise errors.ConcurrentUpdate(GENERATION_CONFLICT)
+        known = trait_store.ids_for(conn, names)
+        missing = sorted(set(names) - set(known))
+        if missing:
+            raise errors.BadRequest(f"No such trait {', '.join(missing)}")
+        providers.bump_generation(conn, provider.id, generation)
+        store.replace(conn, provider.id, known.values())
+        return providers.get_by_id(conn, provider.id), store.for_provider(conn, provider.id)
+
+
+def delete_traits(db: Database, uuid: str) -> None:
+    with db.write() as conn:
+        provider = require(conn, uuid)
+        providers.bump_generation(conn, provider.id, provider.generation)
+        store.replace(conn, provider.id, [])

@@ -1,0 +1,225 @@
+"""Resource providers: create, show, list, rename, move in a tree, delete."""
+
+from __future__ import annotations
+
+import uuid as uuid_mod
+from dataclasses import dataclass, field
+
+from sqlalchemy.engine import Connection, Row
+
+from allotment import errors
+from allotment.storage import inventories as inventory_store
+from allotment.storage import resource_providers as store
+from allotment.storage import traits as trait_store
+from allotment.storage import usages as usage_store
+from allotment.storage.db import Database
+
+# Sentinel: "the request said nothing about the parent".
+UNCHANGED = object()
+
+
+class ProviderNotFound(errors.NotFound):
+    def __init__(self, uuid: str) -> None:
+        super().__init__(f"No resource provider with uuid {uuid} found")
+        self.uuid = uuid
+
+
+def require(conn: Connection, uuid: str) -> Row:
+    """The provider row, or ProviderNotFound (malformed UUIDs included)."""
+    row = store.get_by_uuid(conn, uuid)
+    if row is None:
+        raise ProviderNotFound(uuid)
+    return row
+
+
+def get_provider(db: Database, uuid: str) -> Row:
+    with db.read() as conn:
+        return require(conn, uuid)
+
+
+def get_usages(db: Database, uuid: str) -> tuple[Row, dict[str, int]]:
+    """The provider and its usage of every class it has inventory of."""
+    with db.read() as conn:
+        row = require(conn, uuid)
+        return row, usage_store.for_provider(conn, row.id)
+
+
+def _duplicate(uuid: str | None, name: str | None) -> errors.Conflict:
+    parts = []
+    if uuid is not None:
+        parts.append(f"uuid: {uuid}")
+    if name is not None:
+        parts.append(f"name: {name}")
+    return errors.Conflict(
+        f"Conflicting resource provider {', '.join(parts)} already exists.",
+        code=errors.DUPLICATE_NAME)
+
+
+def create_provider(db: Database, *, name: str, uuid: str | None = None,
+                    parent_uuid: str | None = None) -> Row:
+    """A new provider; ``uuid`` may be any spelling of a UUID (normalised)."""
+    uuid = str(uuid_mod.UUID(uuid)) if uuid else str(uuid_mod.uuid4())
+
+    def refuse(reason: str) -> errors.BadRequest:
+        return errors.BadRequest(
+            f'Unable to create resource provider "{name}", {uuid}: Object action '
+            f"create failed because: {reason}")
+
+    with db.write() as conn:
+        parent = None
+        if parent_uuid is not None:
+            if parent_uuid == uuid:
+                raise refuse("parent provider UUID cannot be same as UUID. Please set "
+                             "parent provider UUID to None if there is no parent.")
+            store.lock_tree_shapes(conn)
+            parent = store.get_by_uuid(conn, parent_uuid)
+            if parent is None:
+                raise refuse("parent provider UUID does not exist.")
+            store.lock_rows(conn, [parent.id])
+            parent = store.get_by_id(conn, parent.id)
+        dup_uuid = store.uuid_taken(conn, uuid)
+        dup_name = store.name_taken(conn, name)
+        if dup_uuid or dup_name:
+            raise _duplicate(uuid if dup_uuid else None, name if dup_name else None)
+        row = store.create(conn, uuid=uuid, name=name, parent=parent)
+        if row is None:  # lost a race for the uuid or the name
+            raise _duplicate(uuid if store.uuid_taken(conn, uuid) else None,
+                             name if store.name_taken(conn, name) else None)
+        return row
+
+
+def update_provider(db: Database, uuid: str, *, name: str,
+                    parent_uuid: object = UNCHANGED,
+                    allow_reparenting: bool = False) -> Row:
+    """Rename and, from 1.14, set the parent.
+
+    Before 1.37 only a root may be given a parent; from 1.37 a provider may
+    move anywhere except into its own subtree, or become a root.
+    """
+    def refuse(action: str, reason: str) -> errors.BadRequest:
+        return errors.BadRequest(
+            f"Unable to save resource provider {uuid}: Object action {action} "
+            f"failed because: {reason}")
+
+    with db.write() as conn:
+        row = require(conn, uuid)
+        if parent_uuid is not UNCHANGED:
+            store.lock_tree_shapes(conn)
+            row = require(conn, uuid)
+            _move(conn, row, parent_uuid, allow_reparenting, refuse)
+        if name != row.name:
+            if store.name_taken(conn, name, except_id=row.id) or not store.rename(
+                    conn, row.id, name):
+                raise errors.Conflict(
+                    f"Conflicting resource provider {name} already exists.",
+                    code=errors.DUPLICATE_NAME)
+        else:
+            store.touch(conn, row.id)
+        return store.get_by_id(conn, row.id)
+
+
+def _move(conn: Connection, row: Row, parent_uuid, allow_reparenting: bool, refuse) -> None:
+    if parent_uuid is None:
+        if row.parent_provider_id is None:
+            return
+        if not allow_reparenting:
+            raise refuse("update", "un-parenting a provider is not currently allowed.")
+        store.lock_rows(conn, [row.id])
+        store.set_parent(conn, row, None)
+        return
+    parent = store.get_by_uuid(conn, parent_uuid)
+    if parent is None:
+        # Upstream names the action "create" here too.
+        raise refuse("create", "parent provider UUID does not exist.")
+    if (row.parent_provider_id is not None and row.parent_provider_id != parent.id
+            and not allow_reparenting):
+        raise refuse("update", "re-parenting a provider is not currently allowed.")
+    if parent.id in store.subtree_ids(conn, row):
+        raise refuse("update", "creating loop in the provider tree is not allowed.")
+    if row.parent_provider_id == parent.id:
+        return
+    store.lock_rows(conn, [row.id, parent.id])
+    store.set_parent(conn, row, store.get_by_id(conn, parent.id))
+
+
+def delete_provider(db: Database, uuid: str) -> None:
+    with db.write() as conn:
+        row = store.get_by_uuid(conn, uuid)
+        if row is None:
+            raise errors.NotFound(f"No resource provider with uuid {uuid} found for delete")
+        store.lock_tree_shapes(conn)
+        store.lock_rows(conn, [row.id])
+        cannot_delete_parent = errors.Conflict(
+            f"Unable to delete parent resource provider {uuid}: It has child "
+            "resource providers.", code=errors.PROVIDER_CANNOT_DELETE_PARENT)
+        if store.has_children(conn, row.id):
+            raise cannot_delete_parent
+        if store.has_allocations(conn, row.id):
+            raise errors.Conflict(
+                f"Unable to delete resource provider {uuid}: Resource provider has "
+                "allocations.", code=errors.PROVIDER_IN_USE)
+        if not store.delete(conn, row.id):
+            raise cannot_delete_parent
+
+
+# -- listing ---------------------------------------------------------------
+
+@dataclass
+class ProviderFilters:
+    """GET /resource_providers filters, already parsed from the query."""
+
+    name: str | None = None
+    uuid: str | None = None
+    in_tree: str | None = None
+    member_of: list[set[str]] = field(default_factory=list)
+    forbidden_aggregates: set[str] = field(default_factory=set)
+    required_traits: list[set[str]] = field(default_factory=list)
+    forbidden_traits: set[str] = field(default_factory=set)
+    resources: dict[str, int] = field(default_factory=dict)
+
+
+def _trait_ids(conn: Connection, names: list[str]) -> dict[str, int]:
+    known = trait_store.ids_for(conn, names)
+    for name in names:
+        if name not in known:
+            raise errors.BadRequest(
+                f'Invalid trait(s) in "required" parameter: No such trait(s): {name}.')
+    return known
+
+
+def list_providers(db: Database, filters: ProviderFilters) -> list[Row]:
+    """Providers matching every filter.
+
+    Checks run in upstream's order, so a filter that already rules everything
+    out (an unknown in_tree provider, traits nobody has) answers an empty list
+    before later filters are examined.
+    """
+    with db.read() as conn:
+        root_id = None
+        if filters.in_tree is not None:
+            tree = store.get_by_uuid(conn, filters.in_tree)
+            if tree is None:
+                return []
+            root_id = tree.root_provider_id
+        required: list[set[int]] = []
+        for any_of in filters.required_traits:
+            ids = _trait_ids(conn, sorted(any_of))
+            required.append(set(ids.values()))
+        forbidden = set(_trait_ids(conn, sorted(filters.forbidden_traits)).values())
+        resources: dict[int, int] = {}
+        if filters.resources:
+            class_ids = inventory_store.class_ids(conn, filters.resources)
+            for name, amount in filters.resources.items():
+                if name not in class_ids:
+                    raise errors.BadRequest(
+                        "Invalid resource class in resources parameter: No such "
+                        f"resource class {name}.")
+                if amount > inventory_store.MAX_INT:
+                    return []  # no inventory can hold that much
+                resources[class_ids[name]] = amount
+        return store.list_filtered(
+            conn, name=filters.name, uuid=filters.uuid, root_id=root_id,
+            member_of=filters.member_of,
+            forbidden_aggregates=filters.forbidden_aggregates,
+            required_trait_ids=required, forbidden_trait_ids=forbidden,
+            resources=resources)
