@@ -9,6 +9,7 @@ from allotment.api import (
     provider_allocations,
     provider_traits,
     provider_usages,
+    reshaper,
     resource_classes,
     resource_providers,
     root,
@@ -40,4 +41,5 @@ def build(runtime: Runtime) -> list[tuple[str, object]]:
         ("/resource_providers/{uuid}/allocations",
          provider_allocations.ProviderAllocations(runtime)),
         ("/usages", usages.Usages(runtime)),
+        ("/reshaper", reshaper.Reshaper(runtime)),
     ]

@@ -87,10 +87,12 @@ def _transient(exc: sa.exc.DBAPIError) -> bool:
     return "database is locked" in str(orig)
 
 
-def run_write(db: Database, work: Callable[[Connection], T], *, attempts: int) -> T:
+def run_write(db: Database, work: Callable[[Connection], T], *, attempts: int,
+              conflict: str = WRITE_CONFLICT + PROVIDER_CONFLICT) -> T:
     """Run ``work`` in a write transaction, again on a lost race.
 
-    :raises errors.ConcurrentUpdate: still losing after ``attempts`` tries.
+    :raises errors.ConcurrentUpdate: with ``conflict`` as its detail, when
+        still losing after ``attempts`` tries.
     """
     attempts = max(1, attempts)
     for attempt in range(1, attempts + 1):
@@ -106,7 +108,7 @@ def run_write(db: Database, work: Callable[[Connection], T], *, attempts: int) -
         LOG.debug("Retrying allocation write (attempt %d of %d) after %s",
                   attempt, attempts, reason)
     LOG.warning("Exceeded retry limit of %d on allocations write", attempts)
-    raise errors.ConcurrentUpdate(WRITE_CONFLICT + PROVIDER_CONFLICT)
+    raise errors.ConcurrentUpdate(conflict)
 
 
 @dataclass
@@ -118,13 +120,12 @@ class _Alloc:
     used: int  # 0: only marks an allocation being removed
 
 
-def write(conn: Connection, batch: Sequence[ConsumerAllocations],
-          *, locked: bool = False) -> None:
+def write(conn: Connection, batch: Sequence[ConsumerAllocations]) -> None:
     """Replace the allocations of every consumer in ``batch``, all or nothing.
 
     Checks happen in upstream's order: consumer generations, providers,
-    resource classes, then inventory constraints and capacity.  ``locked``
-    says the caller already row-locked every provider involved.
+    resource classes, then inventory constraints and capacity.  Runs inside
+    the caller's transaction, so the reshaper can compose it.
 
     :raises errors.ConcurrentUpdate: a consumer generation does not match.
     :raises errors.BadRequest: a provider does not exist.
@@ -143,8 +144,7 @@ def write(conn: Connection, batch: Sequence[ConsumerAllocations],
     known = resource_providers.get_many_by_uuid(conn, wanted)
     provider_ids = {row.id for row in known.values()} | {r.resource_provider_id
                                                           for r in old_rows}
-    if not locked:
-        resource_providers.lock_rows(conn, provider_ids)
+    resource_providers.lock_rows(conn, provider_ids)
     # Read again after locking: these generations are the ones we bump.
     by_id = resource_providers.get_many_by_id(conn, provider_ids)
     by_uuid = {row.uuid: row for row in by_id.values()}
