@@ -11,6 +11,7 @@ the parent and root, which is what every caller has needed so far:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 
 import sqlalchemy as sa
@@ -28,6 +29,7 @@ from allotment.storage.tables import (
 )
 
 TABLE = resource_providers
+_UUID_CHARS = re.compile(r"[0-9A-Za-z-]{1,36}")
 
 CONCURRENT_UPDATE_MESSAGE = (
     "Another thread concurrently updated the resource provider data. "
@@ -53,9 +55,18 @@ def _select() -> sa.Select:
         .outerjoin(parent, rp.c.parent_provider_id == parent.c.id))
 
 
+def _storable(uuid: object) -> bool:
+    """Whether ``uuid`` could be in the uuid column at all.
+
+    Anything else (NUL bytes, 300 characters ...) cannot match, and some
+    databases refuse to even compare it, so it is never sent.
+    """
+    return isinstance(uuid, str) and _UUID_CHARS.fullmatch(uuid) is not None
+
+
 def get_by_uuid(conn: Connection, uuid: str) -> Row | None:
     """The provider with this UUID, or None (also for malformed UUIDs)."""
-    if not isinstance(uuid, str) or len(uuid) > 36:
+    if not _storable(uuid):
         return None
     return conn.execute(_select().where(TABLE.c.uuid == uuid)).first()
 
@@ -66,7 +77,7 @@ def get_by_id(conn: Connection, provider_id: int) -> Row | None:
 
 def get_many_by_uuid(conn: Connection, uuids: Iterable[str]) -> dict[str, Row]:
     """Map each existing UUID among ``uuids`` to its row; unknown ones are absent."""
-    wanted = sorted({u for u in uuids if isinstance(u, str) and len(u) <= 36})
+    wanted = sorted({u for u in uuids if _storable(u)})
     if not wanted:
         return {}
     rows = conn.execute(_select().where(TABLE.c.uuid.in_(wanted)))
