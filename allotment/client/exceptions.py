@@ -212,6 +212,11 @@ def _first_error(body: bytes) -> dict[str, Any]:
 def _classify(status: int, code: str, detail: str) -> type[ApiError]:
     if code == RESOURCE_PROVIDER_NOT_FOUND:
         return ResourceProviderNotFound
+    if code == CONCURRENT_UPDATE and status == 409 and " in use" in detail.lower():
+        # Placement reports removing an in-use inventory of one class with
+        # the concurrent-update code; retrying it with a fresh generation
+        # cannot succeed, so it is not presented as a generation conflict.
+        return InventoryInUse
     if code in _BY_CODE:
         cls = _BY_CODE[code]
         # A code may only refine its own status family (e.g. query codes on 400).

@@ -210,13 +210,18 @@ class TreeSync:
             new_gen = provider.generation
         self.cache.update_generation(uuid, new_gen)
 
-    def _ensure_names(self, tree: ProviderTree) -> None:
-        """Create the custom resource classes and traits the tree uses."""
-        c = self.client
+    def _ensure_names(self, tree: ProviderTree, wanted: list[str]) -> None:
+        """Create the custom resource classes and traits that the changed
+        providers of the tree use (the service rejects unknown names)."""
+        c, cache = self.client, self.cache
         classes, traits = set(), set()
-        for p in tree:
-            classes.update(rc for rc in p.inventory if rc.startswith("CUSTOM_"))
-            traits.update(p.traits)
+        for uuid in wanted:
+            p = tree.data(uuid)
+            known = cache.exists(uuid)
+            if not known or cache.has_inventory_changed(uuid, p.inventory):
+                classes.update(rc for rc in p.inventory if rc.startswith("CUSTOM_"))
+            if not known or cache.have_traits_changed(uuid, p.traits):
+                traits.update(p.traits)
         for rc in sorted(classes):
             c.resource_classes.ensure(rc)
         if traits:
@@ -250,7 +255,7 @@ class TreeSync:
         managed = [u for root in roots if cache.exists(root)
                    for u in cache.get_provider_uuids(root)]
         doomed = [u for u in reversed(managed) if u not in wanted_set]
-        self._ensure_names(tree)
+        self._ensure_names(tree, wanted)
 
         if allocations is None:
             self._delete(doomed)

@@ -66,6 +66,8 @@ def test_invalid_default_microversion_is_rejected(fake):
     (409, None, "resource provider generation conflict", exceptions.GenerationConflict),
     (409, None, "Inventory for 'VCPU' on resource provider 'x' in use.",
      exceptions.InventoryInUse),
+    (409, "placement.concurrent_update", "Inventory for 'VCPU' on resource provider 'x' in use.",
+     exceptions.InventoryInUse),
     (409, None, "Unable to delete resource provider x: Resource provider has allocations.",
      exceptions.ResourceProviderInUse),
 ])
