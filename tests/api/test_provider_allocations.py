@@ -1,0 +1,56 @@
+"""GET /resource_providers/{uuid}/allocations."""
+
+from __future__ import annotations
+
+from tests.api.allocation_helpers import claim, generation, make_provider, new_uuid
+
+
+def test_unknown_provider_is_404(api):
+    missing = new_uuid()
+    resp = api.get(f"/resource_providers/{missing}/allocations")
+    assert resp.status == 404
+    assert (f"Resource provider '{missing}' not found: No resource provider with uuid "
+            f"{missing} found" in resp.error()["detail"])
+
+
+def test_empty(api):
+    rp = make_provider(api, VCPU=4)
+    resp = api.get(f"/resource_providers/{rp}/allocations")
+    assert resp.status == 200
+    assert resp.json == {"allocations": {}, "resource_provider_generation": generation(api, rp)}
+
+
+def test_keyed_by_consumer(api):
+    rp = make_provider(api, VCPU=8, DISK_GB=100)
+    other = make_provider(api, VCPU=8)
+    a, b = new_uuid(), new_uuid()
+    assert claim(api, a, rp, VCPU=2, DISK_GB=10).status == 204
+    assert claim(api, b, rp, VCPU=1).status == 204
+    assert claim(api, new_uuid(), other, VCPU=1).status == 204
+
+    got = api.get(f"/resource_providers/{rp}/allocations").json
+    assert got == {
+        "allocations": {
+            a: {"resources": {"VCPU": 2, "DISK_GB": 10}, "consumer_generation": 1},
+            b: {"resources": {"VCPU": 1}, "consumer_generation": 1},
+        },
+        "resource_provider_generation": generation(api, rp),
+    }
+    old = api.get(f"/resource_providers/{rp}/allocations", version="1.27").json
+    assert old["allocations"][a] == {"resources": {"VCPU": 2, "DISK_GB": 10}}
+
+
+def test_cache_headers(api):
+    rp = make_provider(api, VCPU=8)
+    claim(api, new_uuid(), rp, VCPU=1)
+    old = api.get(f"/resource_providers/{rp}/allocations", version="1.14")
+    assert "cache-control" not in old.headers and "last-modified" not in old.headers
+    new = api.get(f"/resource_providers/{rp}/allocations", version="1.15")
+    assert new.headers["cache-control"] == "no-cache"
+    assert new.headers["last-modified"].endswith(" GMT")
+
+
+def test_needs_permission(api):
+    rp = make_provider(api, VCPU=8)
+    resp = api.get(f"/resource_providers/{rp}/allocations", token="someone")
+    assert resp.status == 403
