@@ -45,9 +45,18 @@ class PlacementClient:
     methods of the client itself.
     """
 
-    def __init__(self, transport: Transport, *, microversion: str = microversion.LATEST) -> None:
+    def __init__(
+        self,
+        transport: Transport,
+        *,
+        microversion: str = microversion.LATEST,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
         self.transport = transport
         self.microversion = microversion
+        # Sent with every request (e.g. a global request id, or X-Roles for a
+        # noauth2 development service).
+        self.headers = dict(headers or {})
         microversion_parse(microversion)
         self.providers = Providers(self)
         self.inventories = Inventories(self)
@@ -70,17 +79,20 @@ class PlacementClient:
     def from_url(cls, endpoint: str, *, token: str | None = None, **kwargs: Any) -> PlacementClient:
         """HTTP to ``endpoint`` (e.g. ``http://placement:8778``) with a plain token."""
         mv = kwargs.pop("microversion", microversion.LATEST)
-        return cls(HTTPTransport(endpoint, token=token, **kwargs), microversion=mv)
+        headers = kwargs.pop("headers", None)
+        return cls(HTTPTransport(endpoint, token=token, **kwargs), microversion=mv,
+                   headers=headers)
 
     @classmethod
     def from_session(cls, session: Any, **kwargs: Any) -> PlacementClient:
         """Through a keystoneauth1 Session or Adapter (keystone deployments).
 
         ``kwargs``: ``service_type``, ``interface``, ``region_name``,
-        ``endpoint_override``, ``microversion``.
+        ``endpoint_override``, ``microversion``, ``headers``.
         """
         mv = kwargs.pop("microversion", microversion.LATEST)
-        return cls(KeystoneTransport(session, **kwargs), microversion=mv)
+        headers = kwargs.pop("headers", None)
+        return cls(KeystoneTransport(session, **kwargs), microversion=mv, headers=headers)
 
     def close(self) -> None:
         self.transport.close()
@@ -109,7 +121,7 @@ class PlacementClient:
     ) -> Response:
         """Send one request at ``version``; raise the typed error unless the
         status is in ``ok``."""
-        hdrs = {"Accept": "application/json",
+        hdrs = {"Accept": "application/json", **self.headers,
                 microversion.HEADER: microversion.header_value(self.version_for(version))}
         hdrs.update(headers or {})
         resp = self.transport.request(method, path, params=params, json=json, headers=hdrs)

@@ -22,9 +22,10 @@ from allotment.client.transport import Params, Response, encode_body, query_stri
 
 WSGIApp = Callable[[dict, Callable], Iterable[bytes]]
 
-# noauth2 gives this token the admin role: the in-process caller already has
-# the database credentials, so it is trusted with everything.
+# The in-process caller already holds the database credentials, so it is
+# trusted with everything: admin, and the service role that reshaping needs.
 ADMIN_TOKEN = "admin"
+TRUSTED_ROLES = "admin,service"
 
 
 class DirectTransport:
@@ -105,7 +106,8 @@ class PlacementDirect:
             client.providers.list()
 
     Authentication is forced to ``noauth2`` on the configuration used, as the
-    database credentials already grant full access.
+    database credentials already grant full access; requests carry the
+    ``admin`` and ``service`` roles (``roles=`` to change that).
     """
 
     def __init__(
@@ -116,6 +118,7 @@ class PlacementDirect:
         overrides: Mapping[str, Mapping[str, object]] | None = None,
         microversion: str | None = None,
         token: str = ADMIN_TOKEN,
+        roles: str = TRUSTED_ROLES,
     ) -> None:
         if conf is not None and (database_url or overrides):
             raise ValueError("give either conf, or database_url/overrides")
@@ -124,6 +127,7 @@ class PlacementDirect:
         self._overrides = overrides
         self._microversion = microversion
         self._token = token
+        self._roles = roles
         self._db = None
         self.client = None
 
@@ -153,7 +157,8 @@ class PlacementDirect:
             self._db = None
             raise
         kwargs = {} if self._microversion is None else {"microversion": self._microversion}
-        self.client = PlacementClient(DirectTransport(app, token=self._token), **kwargs)
+        self.client = PlacementClient(DirectTransport(app, token=self._token),
+                                      headers={"X-Roles": self._roles}, **kwargs)
         return self.client
 
     def __exit__(self, *exc_info) -> None:

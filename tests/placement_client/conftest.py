@@ -22,6 +22,8 @@ from tests.conftest import make_conf
 
 BIN = Path(sys.executable).parent
 TRANSPORTS = ["http", "direct"]
+# noauth2 roles of a nova-compute-like caller: reshaping needs "service".
+SERVICE_ROLES = {"X-Roles": "admin,service"}
 
 
 def free_port() -> int:
@@ -89,10 +91,11 @@ def connect(transport_kind, request, db):
     def make(**kwargs) -> PlacementClient:
         if transport_kind == "http":
             url = request.getfixturevalue("live_server")
-            client = PlacementClient.from_url(url, token="admin", **kwargs)
+            client = PlacementClient.from_url(url, token="admin", headers=SERVICE_ROLES,
+                                              **kwargs)
         else:
             direct = request.getfixturevalue("direct_context")
-            client = PlacementClient(direct.transport, **kwargs)
+            client = PlacementClient(direct.transport, headers=SERVICE_ROLES, **kwargs)
         clients.append(client)
         return client
 
@@ -103,5 +106,5 @@ def connect(transport_kind, request, db):
 
 @pytest.fixture
 def placement(connect) -> PlacementClient:
-    """A client at the latest microversion, as admin, on each transport."""
+    """A client at the latest microversion, as admin and service, on each transport."""
     return connect()
