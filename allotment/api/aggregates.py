@@ -6,7 +6,7 @@ import falcon
 
 from allotment.api import body, rendering
 from allotment.api.resource import Resource, authorize, require_version
-from allotment.api.resource_providers import at_least, json_request
+from allotment.api.resource_providers import at_least
 from allotment.service import aggregates as service
 from allotment.service import resource_providers as providers
 
@@ -45,7 +45,7 @@ class ProviderAggregates(Resource):
         authorize(req, "placement:resource_providers:aggregates:update")
         providers.get_provider(self.db, uuid)  # 404 before body errors
         with_generation = at_least(req, GENERATION_VERSION)
-        data = json_request(req, PUT_SCHEMA_1_19 if with_generation else PUT_SCHEMA_1_1)
+        data = body.json_body(req, PUT_SCHEMA_1_19 if with_generation else PUT_SCHEMA_1_1)
         if with_generation:
             aggregates, generation = data["aggregates"], data["resource_provider_generation"]
         else:

@@ -1,4 +1,9 @@
-"""Request bodies: content type, JSON parsing and jsonschema validation."""
+"""Request bodies: content type, JSON parsing and jsonschema validation.
+
+Errors are worded as Placement words them: ``Malformed JSON: ...`` and
+``JSON does not validate: <jsonschema's full report>``, which clients and
+operators grep for.
+"""
 
 from __future__ import annotations
 
@@ -38,23 +43,47 @@ def require_json(req: falcon.Request) -> None:
             f"The media type {shown} is not supported, use {JSON}")
 
 
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a valid JSON number")
+
+
+def _check_strings(value: Any) -> None:
+    """Refuse text no database can store (NUL, lone surrogates)."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise errors.BadRequest("Malformed JSON: NUL characters are not allowed")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise errors.BadRequest(f"Malformed JSON: {exc}") from None
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_strings(key)
+            _check_strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            _check_strings(item)
+
+
 def json_body(req: falcon.Request, schema: dict | None = None) -> Any:
-    """The request's JSON document, validated against ``schema``."""
+    """The request's JSON document, validated against ``schema``.
+
+    NaN and Infinity are not JSON and are refused like any syntax error.
+    """
     require_json(req)
     raw = req.bounded_stream.read()
     try:
-        data = json.loads(raw.decode("utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
+        data = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise errors.BadRequest(f"Malformed JSON: {exc}") from None
+    _check_strings(data)
     if schema is not None:
         validate(data, schema)
     return data
 
 
 def validate(data: Any, schema: dict) -> None:
-    validator = jsonschema.Draft202012Validator(schema, format_checker=FORMAT_CHECKER)
-    error = jsonschema.exceptions.best_match(validator.iter_errors(data))
-    if error is not None:
-        where = "/".join(str(p) for p in error.absolute_path)
-        location = f" (at '{where}')" if where else ""
-        raise errors.BadRequest(f"JSON does not validate: {error.message}{location}")
+    try:
+        jsonschema.validate(data, schema, format_checker=FORMAT_CHECKER)
+    except jsonschema.ValidationError as exc:
+        raise errors.BadRequest(f"JSON does not validate: {exc}") from None

@@ -7,7 +7,7 @@ import falcon
 from allotment import errors
 from allotment.api import body, rendering
 from allotment.api.resource import Resource, authorize, require_version
-from allotment.api.resource_providers import at_least, json_request, provider_url
+from allotment.api.resource_providers import at_least, provider_url
 from allotment.service import inventories as service
 from allotment.service import resource_providers as providers
 from allotment.service.resource_providers import ProviderNotFound
@@ -93,7 +93,7 @@ class Inventories(Resource):
         body.require_json(req)
         authorize(req, "placement:resource_providers:inventories:update")
         providers.get_provider(self.db, uuid)  # 404 before body errors
-        data = json_request(req, PUT_ALL_SCHEMA)
+        data = body.json_body(req, PUT_ALL_SCHEMA)
         provider, records = service.replace_inventories(
             self.db, uuid, data["resource_provider_generation"],
             {name: _fields(fields) for name, fields in data["inventories"].items()},
@@ -107,7 +107,7 @@ class Inventories(Resource):
         body.require_json(req)
         authorize(req, "placement:resource_providers:inventories:create")
         providers.get_provider(self.db, uuid)  # 404 before body errors
-        data = json_request(req, POST_SCHEMA)
+        data = body.json_body(req, POST_SCHEMA)
         resource_class = data["resource_class"]
         provider, record = service.add_inventory(
             self.db, uuid, resource_class, _fields(data),
@@ -141,7 +141,7 @@ class Inventory(Resource):
         body.require_json(req)
         authorize(req, "placement:resource_providers:inventories:update")
         providers.get_provider(self.db, uuid)  # 404 before body errors
-        data = json_request(req, RECORD_SCHEMA)
+        data = body.json_body(req, RECORD_SCHEMA)
         provider, record = service.update_inventory(
             self.db, uuid, resource_class, data["resource_provider_generation"],
             _fields(data), reserved_may_equal_total=_reserved_may_equal_total(req))

@@ -7,7 +7,6 @@ import falcon
 from allotment import errors
 from allotment.api import body, rendering
 from allotment.api.resource import Resource, authorize, require_version
-from allotment.api.resource_providers import json_request
 from allotment.service import provider_traits as service
 from allotment.service.resource_providers import ProviderNotFound
 
@@ -44,7 +43,7 @@ class ProviderTraits(Resource):
         require_version(req, "1.6")
         body.require_json(req)
         authorize(req, "placement:resource_providers:traits:update")
-        data = json_request(req, PUT_SCHEMA)
+        data = body.json_body(req, PUT_SCHEMA)
         provider, rows = service.set_traits(
             self.db, uuid, data["traits"], data["resource_provider_generation"])
         _send(req, resp, provider, rows)

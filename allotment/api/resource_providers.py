@@ -6,9 +6,6 @@ wording of body validation errors, provider URLs and the usages endpoint.
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 import falcon
 import jsonschema
 
@@ -39,49 +36,6 @@ _LIST_KEYS = (((1, 0), "name"), ((1, 0), "uuid"), ((1, 3), "member_of"),
 
 
 # -- shared request helpers ------------------------------------------------
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a valid JSON number")
-
-
-def _check_strings(value: Any) -> None:
-    """Refuse text no database can store (NUL, lone surrogates)."""
-    if isinstance(value, str):
-        if "\x00" in value:
-            raise errors.BadRequest("Malformed JSON: NUL characters are not allowed")
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise errors.BadRequest(f"Malformed JSON: {exc}") from None
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            _check_strings(key)
-            _check_strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            _check_strings(item)
-
-
-def json_request(req: falcon.Request, schema: dict) -> Any:
-    """The JSON body validated against ``schema``, failing as Placement does.
-
-    The detail is jsonschema's full report ("Failed validating 'maximum' in
-    schema[...]"), which is what Placement's clients and tests look for.
-    NaN and Infinity are not JSON and are refused with the syntax errors.
-    """
-    body.require_json(req)
-    raw = req.bounded_stream.read()
-    try:
-        data = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
-    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-        raise errors.BadRequest(f"Malformed JSON: {exc}") from None
-    _check_strings(data)
-    try:
-        jsonschema.validate(data, schema, format_checker=body.FORMAT_CHECKER)
-    except jsonschema.ValidationError as exc:
-        raise errors.BadRequest(f"JSON does not validate: {exc}") from None
-    return data
-
 
 def at_least(req: falcon.Request, minimum: tuple[int, int]) -> bool:
     return version(req) >= minimum
@@ -293,7 +247,7 @@ class ResourceProviders(Resource):
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         body.require_json(req)
         authorize(req, "placement:resource_providers:create")
-        data = json_request(req, POST_SCHEMA_1_14 if at_least(req, (1, 14)) else POST_SCHEMA)
+        data = body.json_body(req, POST_SCHEMA_1_14 if at_least(req, (1, 14)) else POST_SCHEMA)
         row = service.create_provider(self.db, name=data["name"], uuid=data.get("uuid"),
                                       parent_uuid=data.get("parent_provider_uuid"))
         if at_least(req, (1, 20)):
@@ -314,7 +268,7 @@ class ResourceProvider(Resource):
         body.require_json(req)
         authorize(req, "placement:resource_providers:update")
         service.get_provider(self.db, uuid)  # 404 before body errors, as upstream
-        data = json_request(req, PUT_SCHEMA_1_14 if at_least(req, (1, 14)) else PUT_SCHEMA)
+        data = body.json_body(req, PUT_SCHEMA_1_14 if at_least(req, (1, 14)) else PUT_SCHEMA)
         row = service.update_provider(
             self.db, uuid, name=data["name"],
             parent_uuid=data.get("parent_provider_uuid", service.UNCHANGED),
