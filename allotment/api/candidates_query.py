@@ -1,0 +1,384 @@
+"""Parse the ``GET /allocation_candidates`` query string into a typed request.
+
+A pure function of the raw ``(key, value)`` pairs (repeated keys appear
+repeatedly, in order) and the request's microversion.  Every malformed query
+is rejected with the 400 message and error code Placement gives for it, in
+the order Placement checks them: the query schema first, then the
+request-wide parameters, then each request group in query order, then the
+cross-group rules.  Whether named traits, resource classes, aggregates or
+providers exist is for the service to find out; only syntax is checked here.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import uuid
+from collections.abc import Sequence
+
+import jsonschema
+
+from allotment import errors
+from allotment.engine.request import AllocationCandidatesRequest, RequestGroup
+
+_NUMERIC_SUFFIX = r"[1-9][0-9]*"
+_STRING_SUFFIX = r"[a-zA-Z0-9_-]{1,64}"
+_GROUP_PARAMS = ("resources", "required", "member_of", "in_tree")
+
+
+def _suffix_pattern(version: tuple[int, int]) -> str:
+    return _STRING_SUFFIX if version >= (1, 33) else _NUMERIC_SUFFIX
+
+
+def _schema(version: tuple[int, int]) -> dict:
+    """The JSON schema the last value of each query key must satisfy."""
+    props: dict[str, dict] = {}
+    schema: dict = {"type": "object", "properties": props}
+    if version < (1, 25):
+        props["resources"] = {"type": "string"}
+    if version >= (1, 16):
+        # webob hands over strings, but an integer is as good.
+        props["limit"] = {
+            "type": ["integer", "string"],
+            "pattern": "^[1-9][0-9]*$",
+            "minimum": 1,
+            "minLength": 1,
+        }
+    if version < (1, 25):
+        if version >= (1, 17):
+            props["required"] = {"type": ["string"]}
+        if version >= (1, 21):
+            props["member_of"] = {"type": ["string"]}
+        schema["required"] = ["resources"]
+        schema["additionalProperties"] = False
+        return schema
+    props["group_policy"] = {"type": "string", "enum": ["none", "isolate"]}
+    if version >= (1, 35):
+        props["root_required"] = {"type": ["string"]}
+    if version >= (1, 36):
+        props["same_subtree"] = {"type": ["string"]}
+    schema["additionalProperties"] = False
+    grouped = ["resources", "required", "member_of"]
+    if version >= (1, 31):
+        grouped.append("in_tree")
+    suffix = _suffix_pattern(version)
+    schema["patternProperties"] = {
+        f"^{name}({suffix})?$": {"type": "string"} for name in grouped}
+    return schema
+
+
+def _validate_schema(params: Sequence[tuple[str, str]],
+                     version: tuple[int, int]) -> None:
+    schema = _schema(version)
+    # Same default draft as jsonschema.validate(), which Placement uses.
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    # Placement validates a plain dict of the query, i.e. each key's last
+    # value.  It then *uses* the first limit and group_policy, so those are
+    # checked value by value too: a bad first value must not slip through.
+    last = dict(params)
+    instances = [last]
+    for key in ("limit", "group_policy"):
+        for _, value in (kv for kv in params if kv[0] == key):
+            if value != last[key]:
+                instances.append({**last, key: value})
+    for instance in instances:
+        error = jsonschema.exceptions.best_match(validator.iter_errors(instance))
+        if error is not None:
+            raise errors.BadRequest(f"Invalid query string parameters: {error}")
+
+
+def _is_uuid_like(value: str) -> bool:
+    """Accept what Placement accepts: any spelling ``uuid.UUID`` round-trips."""
+    try:
+        canonical = str(uuid.UUID(value)).replace("-", "")
+    except (TypeError, ValueError, AttributeError):
+        return False
+    plain = (value.replace("urn:", "").replace("uuid:", "").strip("{}")
+             .replace("-", "").lower())
+    return canonical == plain
+
+
+def _parse_resources(value: str) -> dict[str, int]:
+    expected = ("Badly formed resources parameter. Expected resources query "
+                "string parameter in form: ?resources=VCPU:2,MEMORY_MB:1024. ")
+    if value.strip() == "":
+        raise errors.BadRequest(expected + "Got: empty string.")
+    result: dict[str, int] = {}
+    for item in value.split(","):
+        parts = item.split(":")
+        if len(parts) != 2:
+            raise errors.BadRequest(expected + f"Got: {item}.")
+        name, raw = parts
+        try:
+            amount = int(raw)
+        except ValueError:
+            raise errors.BadRequest(
+                f"Requested resource {name} expected positive integer amount. "
+                f"Got: {raw}.") from None
+        if amount < 1:
+            raise errors.BadRequest(
+                f"Requested resource {name} requires amount >= 1. Got: {amount}.")
+        result[name] = amount
+    return result
+
+
+def _parse_traits(value: str, *, allow_forbidden: bool, allow_any: bool
+                  ) -> tuple[list[frozenset[str]], set[str]]:
+    """One ``required``-style value: ``A,!B`` or (from 1.39) ``in:A,B``."""
+    bad = "Invalid query string parameters: "
+    if value.startswith("in:"):
+        if not allow_any:
+            raise errors.BadRequest(
+                f"{bad}The format 'in:HW_CPU_X86_VMX,CUSTOM_MAGIC' only "
+                f"supported since microversion 1.39. Got: {value}")
+        any_of = {t.strip() for t in value[3:].split(",")}
+        if not all(any_of):
+            raise errors.BadRequest(
+                f"{bad}Expected 'required' parameter value of the form: "
+                f"in:HW_CPU_X86_VMX,CUSTOM_MAGIC. Got an empty trait in: {value}")
+        if any(t.startswith("!") for t in any_of):
+            raise errors.BadRequest(
+                f"{bad}The format 'in:HW_CPU_X86_VMX,CUSTOM_MAGIC' does not "
+                f"support forbidden traits. Got: {value}")
+        return [frozenset(any_of)], set()
+    names = [t.strip() for t in value.split(",")]
+    # Any run of leading '!' means forbidden; Placement keeps that quirk.
+    forbidden = {t.lstrip("!") for t in names if t.startswith("!")}
+    if not all(itertools.chain(forbidden, names)):
+        form = ("HW_CPU_X86_VMX,!CUSTOM_MAGIC" if allow_forbidden
+                else "HW_CPU_X86_VMX,CUSTOM_MAGIC")
+        raise errors.BadRequest(
+            f"{bad}Expected 'required' parameter value of the form: {form}. "
+            f"Got an empty trait in: {value}")
+    if forbidden and not allow_forbidden:
+        raise errors.BadRequest(
+            f"{bad}Expected 'required' parameter value of the form: "
+            f"HW_CPU_X86_VMX,CUSTOM_MAGIC. Got: {value}")
+    return [frozenset([t]) for t in names if not t.startswith("!")], forbidden
+
+
+def _parse_member_of(values: list[str], suffix: str, version: tuple[int, int]
+                     ) -> tuple[list[frozenset[str]], set[str]]:
+    if version < (1, 24) and len(values) > 1:
+        raise errors.BadRequest(
+            f"Multiple member_of{suffix} parameters are not supported")
+    required: list[frozenset[str]] = []
+    forbidden: set[str] = set()
+    for value in values:
+        if "," in value and not value.startswith(("in:", "!in:")):
+            raise errors.BadRequest(
+                "Multiple values for 'member_of' must be prefixed with the "
+                "'in:' or '!in:' keyword using the valid microversion. "
+                f"Got: {value}")
+        if value.startswith("!in:"):
+            wanted, banned = [], value[4:].split(",")
+        elif value.startswith("!"):
+            wanted, banned = [], [value[1:]]
+        elif value.startswith("in:"):
+            wanted, banned = value[3:].split(","), []
+        else:
+            wanted, banned = [value], []
+        for agg in [*wanted, *banned]:
+            if not _is_uuid_like(agg):
+                raise errors.BadRequest(
+                    "Invalid query string parameters: Expected 'member_of' "
+                    f"parameter to contain valid UUID(s). Got: {agg}")
+        if wanted:
+            required.append(frozenset(wanted))
+        if banned:
+            if version < (1, 32):
+                raise errors.BadRequest(
+                    f"Forbidden member_of{suffix} parameters are not supported "
+                    "in the specified microversion")
+            forbidden.update(banned)
+    return required, forbidden
+
+
+def _parse_in_tree(value: str) -> str:
+    stripped = value.strip()
+    if not _is_uuid_like(stripped):
+        raise errors.BadRequest(
+            "Invalid query string parameters: Expected 'in_tree' parameter "
+            f"to be a format of uuid. Got: {value}")
+    return stripped
+
+
+class _Group:
+    def __init__(self) -> None:
+        self.resources: dict[str, int] = {}
+        self.required: list[frozenset[str]] = []
+        self.forbidden: set[str] = set()
+        self.member_of: list[frozenset[str]] = []
+        self.forbidden_aggs: set[str] = set()
+        self.in_tree: str | None = None
+
+
+def _parse_groups(params: Sequence[tuple[str, str]], version: tuple[int, int]
+                  ) -> dict[str, _Group]:
+    names = "|".join(_GROUP_PARAMS)
+    pattern = re.compile(rf"^({names})({_suffix_pattern(version)})?$")
+    groups: dict[str, _Group] = {}
+    for key, value in params:
+        match = pattern.match(key)
+        if not match:
+            continue
+        name, suffix = match.group(1), match.group(2) or ""
+        group = groups.setdefault(suffix, _Group())
+        if name == "resources":
+            group.resources = _parse_resources(value)
+        elif name == "required":
+            values = [v for k, v in params if k == key]
+            if version < (1, 39):
+                # Before any-traits, a repeated key meant "the last one wins".
+                values = values[-1:]
+            group.required, group.forbidden = [], set()
+            for v in values:
+                req, forb = _parse_traits(
+                    v, allow_forbidden=version >= (1, 22),
+                    allow_any=version >= (1, 39))
+                group.required += req
+                group.forbidden |= forb
+        elif name == "member_of":
+            group.member_of, group.forbidden_aggs = _parse_member_of(
+                [v for k, v in params if k == key], suffix, version)
+        else:
+            group.in_tree = _parse_in_tree(value)
+    return groups
+
+
+def _check_groups_before_same_subtree(groups: dict[str, _Group]) -> None:
+    orphans = [f"required{s}" for s, g in groups.items()
+               if g.required and not g.resources]
+    if orphans:
+        raise errors.BadRequest(
+            "All traits parameters must be associated with resources.  Found "
+            "the following orphaned traits keys: " + ", ".join(orphans))
+    orphans = [f"member_of{s}" for s, g in groups.items()
+               if not g.resources and (g.member_of or g.forbidden_aggs)]
+    if orphans:
+        raise errors.BadRequest(
+            "All member_of parameters must be associated with resources. Found "
+            "the following orphaned member_of keys: " + ", ".join(orphans))
+    if not all(g.resources for g in groups.values()):
+        raise errors.BadRequest("All request groups must specify resources.")
+    if not groups:
+        raise errors.BadRequest(
+            "At least one request group (`resources` or `resources{$S}`) is "
+            "required.")
+
+
+def _check_groups_with_same_subtree(groups: dict[str, _Group],
+                                    same_subtrees: list[set[str]]) -> None:
+    resourceless = [s for s, g in groups.items() if not g.resources]
+    if len(resourceless) == len(groups):
+        raise errors.BadRequest(
+            "There must be at least one resources or resources[$S] parameter.",
+            code=errors.QUERYPARAM_MISSING_VALUE)
+    in_subtrees = set().union(*same_subtrees)
+    bad = sorted(s for s in resourceless if s not in in_subtrees)
+    if bad:
+        raise errors.BadRequest(
+            "Resourceless suffixed group request should be specified in "
+            f"`same_subtree` query param: bad group(s) - {bad}.",
+            code=errors.QUERYPARAM_BAD_VALUE)
+    unknown = sorted(s for s in in_subtrees if s not in groups)
+    if unknown:
+        raise errors.BadRequest(
+            f"Real suffixes should be specified in `same_subtree`: {unknown} "
+            f"not found in {list(groups)}.",
+            code=errors.QUERYPARAM_BAD_VALUE)
+
+
+def _check_conflicts(groups: dict[str, _Group]) -> None:
+    conflicts = sorted(
+        f"required{s}: ({', '.join(sorted(any_of))})"
+        for s, g in groups.items() for any_of in g.required
+        if any_of <= g.forbidden)
+    if conflicts:
+        raise errors.BadRequest(
+            "Conflicting required and forbidden traits found in the following "
+            "traits keys: " + ", ".join(conflicts))
+
+
+def _parse_root_required(values: list[str]) -> tuple[frozenset[str], frozenset[str]]:
+    if len(values) > 1:
+        raise errors.BadRequest(
+            "Query parameter 'root_required' may be specified only once.",
+            code=errors.ILLEGAL_DUPLICATE_QUERYPARAM)
+    # root_required keeps the pre-1.39 syntax: no in: at any microversion.
+    required, forbidden = _parse_traits(values[0], allow_forbidden=True, allow_any=False)
+    required_names = {next(iter(s)) for s in required}
+    conflicts = sorted(required_names & forbidden)
+    if conflicts:
+        raise errors.BadRequest(
+            "Conflicting required and forbidden traits found in root_required: "
+            + ", ".join(conflicts), code=errors.QUERYPARAM_BAD_VALUE)
+    return frozenset(required_names), frozenset(forbidden)
+
+
+def _parse_same_subtree(values: list[str]) -> list[set[str]]:
+    result = []
+    for value in values:
+        suffixes = {s.strip() for s in value.split(",")}
+        if "" in suffixes:
+            raise errors.BadRequest(
+                "Empty string (unsuffixed group) can not be specified in "
+                "`same_subtree` ", code=errors.QUERYPARAM_BAD_VALUE)
+        result.append(suffixes)
+    return result
+
+
+def parse_allocation_candidates_query(
+    params: Sequence[tuple[str, str]], microversion: tuple[int, int]
+) -> AllocationCandidatesRequest:
+    """Turn the query pairs of ``GET /allocation_candidates`` into a request.
+
+    ``microversion`` is the negotiated version (1.10 or later).  Raises
+    :class:`allotment.errors.BadRequest` exactly where Placement answers 400.
+    """
+    params = list(params)
+    version = tuple(microversion)
+    _validate_schema(params, version)
+
+    def values(key: str) -> list[str]:
+        return [v for k, v in params if k == key]
+
+    limits = values("limit")
+    limit = int(limits[0]) if limits else None
+    policies = values("group_policy")
+    group_policy = policies[0] if policies else None
+    root_required: frozenset[str] = frozenset()
+    root_forbidden: frozenset[str] = frozenset()
+    if values("root_required"):
+        root_required, root_forbidden = _parse_root_required(values("root_required"))
+    same_subtrees = _parse_same_subtree(values("same_subtree"))
+
+    groups = _parse_groups(params, version)
+    if version >= (1, 36):
+        _check_groups_with_same_subtree(groups, same_subtrees)
+    else:
+        _check_groups_before_same_subtree(groups)
+    if version >= (1, 22):
+        _check_conflicts(groups)
+    if not group_policy and sum(1 for s in groups if s) > 1:
+        raise errors.BadRequest(
+            'The "group_policy" parameter is required when specifying more '
+            'than one "resources{N}" parameter.')
+
+    return AllocationCandidatesRequest.for_microversion(
+        version,
+        groups=tuple(
+            RequestGroup(
+                suffix=suffix, resources=g.resources,
+                required_traits=tuple(g.required),
+                forbidden_traits=frozenset(g.forbidden),
+                member_of=tuple(g.member_of),
+                forbidden_aggs=frozenset(g.forbidden_aggs),
+                in_tree=g.in_tree)
+            for suffix, g in groups.items()),
+        group_policy=group_policy,
+        same_subtrees=tuple(frozenset(s) for s in same_subtrees),
+        root_required=root_required,
+        root_forbidden=root_forbidden,
+        limit=limit,
+    )
