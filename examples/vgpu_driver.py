@@ -111,7 +111,13 @@ class VGPUHostDriver:
             for pci, child in children.items():
                 used = record["allocations"].get(child, {}).get("resources", {}).get(VGPU, 0)
                 free[pci] -= used
-        for consumer in sorted(allocations):
+        def vgpus_on_root(consumer: str) -> int:
+            by_rp = allocations[consumer]["allocations"]
+            return by_rp.get(root, {}).get("resources", {}).get(VGPU, 0)
+
+        # Without ``locate``: largest first, each onto the GPU with the most
+        # room left.  A heuristic; a real driver knows where each vGPU lives.
+        for consumer in sorted(allocations, key=lambda c: (-vgpus_on_root(c), c)):
             by_rp = allocations[consumer]["allocations"]
             on_root = by_rp.get(root, {}).get("resources", {})
             amount = on_root.pop(VGPU, 0)
@@ -120,7 +126,8 @@ class VGPUHostDriver:
             if not on_root:
                 del by_rp[root]
             wanted = self.locate(consumer) if self.locate else None
-            pci = wanted or next((p for p in children if free[p] >= amount), None)
+            roomiest = max(children, key=lambda p: (free[p], p)) if children else None
+            pci = wanted or roomiest
             if pci is None or free[pci] < amount:
                 raise CannotPlaceVGPUs(f"{amount} VGPU of {consumer} fit on no GPU")
             free[pci] -= amount
