@@ -20,6 +20,7 @@ from allotment.client.inventories import Inventories
 from allotment.client.providers import Providers
 from allotment.client.reshaper import Reshaper
 from allotment.client.resource_classes import ResourceClasses
+from allotment.client.sync import TreeSync
 from allotment.client.traits import ProviderTraits, Traits
 from allotment.client.transport import (
     HTTPTransport,
@@ -69,8 +70,6 @@ class PlacementClient:
         self.allocation_candidates = AllocationCandidatesAPI(self)
         self.reshaper = Reshaper(self)
         # Last known state of the trees this client synchronises (see sync.py).
-        from allotment.client.sync import TreeSync
-
         self._sync = TreeSync(self)
 
     # -- construction ------------------------------------------------------

@@ -141,8 +141,9 @@ class ProviderTree:
             return [n.uuid for n in self._root_of(self._get(name_or_uuid)).walk()]
 
     def __iter__(self) -> Iterator[ProviderData]:
-        for uuid in self.get_provider_uuids():
-            yield self.data(uuid)
+        """Snapshots of every provider, parents first, taken all at once."""
+        with self.lock:
+            return iter([self.data(uuid) for uuid in self.get_provider_uuids()])
 
     def __len__(self) -> int:
         with self.lock:
