@@ -156,6 +156,11 @@ class _Group:
             self.tree_root = -2 if i is None else snapshot.root[i]
         self._ok: dict[int, bool] = {}
 
+    def signature(self) -> tuple:
+        """Everything that decides which providers can serve this group."""
+        return (self.resources, self.required, self.forbidden, self.members,
+                self.banned, self.tree_root)
+
     def never_matches(self) -> bool:
         if self.tree_root == -2:
             return True
@@ -167,6 +172,9 @@ class _Group:
 
     def single_ok(self, snapshot: Snapshot, p: int) -> bool:
         """Whether provider ``p`` alone satisfies this (suffixed) group."""
+        if not snapshot.is_sharing[p]:
+            # Other providers belong to one tree and are looked at once.
+            return self._single_ok(snapshot, p)
         ok = self._ok.get(p)
         if ok is None:
             ok = self._ok[p] = self._single_ok(snapshot, p)
@@ -403,13 +411,19 @@ def _build_slots(plan: _Plan, r: int, rng: random.Random | None) -> list[_Slot] 
                 return None
         slots[-1].closes_unsuffixed = True
     suffixed = []
+    # Groups asking for the same thing (two identical VGPU groups, say) share
+    # one lookup.
+    by_signature: dict[tuple, list[int]] = {}
     for pos, g in enumerate(groups):
         if not g.suffix:
             continue
-        opts = _suffixed_options(plan, g, r)
+        signature = g.signature()
+        opts = by_signature.get(signature)
+        if opts is None:
+            opts = by_signature[signature] = _suffixed_options(plan, g, r)
         if not opts:
             return None
-        suffixed.append(_Slot(pos, g, g.resources, opts))
+        suffixed.append(_Slot(pos, g, g.resources, list(opts)))
     # Most constrained first: dead ends show up as early as possible.
     suffixed.sort(key=lambda s: (len(s.options), s.group_pos))
     slots.extend(suffixed)
