@@ -9,6 +9,7 @@ from sqlalchemy.engine import Connection
 
 from allotment.storage.db import utcnow
 from allotment.storage.tables import placement_aggregates, resource_provider_aggregates
+from allotment.storage.topology import bump_topology
 
 AGG = placement_aggregates
 LINK = resource_provider_aggregates
@@ -74,3 +75,5 @@ def replace(conn: Connection, provider_id: int, uuids: Iterable[str]) -> None:
         conn.execute(sa.insert(LINK), [
             {"resource_provider_id": provider_id, "aggregate_id": agg_id, "created_at": now}
             for agg_id in added])
+    if gone or added:
+        bump_topology(conn)

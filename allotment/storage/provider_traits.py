@@ -9,6 +9,7 @@ from sqlalchemy.engine import Connection, Row
 
 from allotment.storage.db import utcnow
 from allotment.storage.tables import resource_provider_traits, traits
+from allotment.storage.topology import bump_topology
 
 LINK = resource_provider_traits
 
@@ -49,3 +50,5 @@ def replace(conn: Connection, provider_id: int, trait_ids: Iterable[int]) -> Non
         conn.execute(sa.insert(LINK), [
             {"resource_provider_id": provider_id, "trait_id": t, "created_at": now}
             for t in added])
+    if gone or added:
+        bump_topology(conn)

@@ -7,6 +7,7 @@ from sqlalchemy.engine import Connection, Row
 
 from allotment.storage import names
 from allotment.storage.tables import allocations, inventories, resource_classes
+from allotment.storage.topology import bump_topology
 
 TABLE = resource_classes
 
@@ -28,7 +29,11 @@ def create(conn: Connection, name: str) -> Row | None:
 
 
 def rename(conn: Connection, old: str, new: str) -> bool:
-    return names.rename(conn, TABLE, old, new)
+    renamed = names.rename(conn, TABLE, old, new)
+    if renamed:
+        # Inventories are loaded by class name for the candidate search.
+        bump_topology(conn)
+    return renamed
 
 
 def delete(conn: Connection, name: str) -> int:

@@ -27,6 +27,7 @@ from allotment.storage.tables import (
     resource_provider_traits,
     resource_providers,
 )
+from allotment.storage.topology import bump_topology
 
 TABLE = resource_providers
 _UUID_CHARS = re.compile(r"[0-9A-Za-z-]{1,36}")
@@ -164,6 +165,7 @@ def create(conn: Connection, *, uuid: str, name: str,
                              .values(root_provider_id=new_id))
     except sa.exc.IntegrityError:
         return None
+    bump_topology(conn)
     return get_by_id(conn, new_id)
 
 
@@ -175,6 +177,7 @@ def rename(conn: Connection, provider_id: int, name: str) -> bool:
                          .values(name=name, updated_at=utcnow()))
     except sa.exc.IntegrityError:
         return False
+    bump_topology(conn)
     return True
 
 
@@ -218,6 +221,7 @@ def set_parent(conn: Connection, provider: Row, parent: Row | None) -> None:
     if others:
         conn.execute(sa.update(TABLE).where(TABLE.c.id.in_(others))
                      .values(root_provider_id=new_root))
+    bump_topology(conn)
 
 
 def has_children(conn: Connection, provider_id: int) -> bool:
@@ -249,6 +253,7 @@ def delete(conn: Connection, provider_id: int) -> bool:
             conn.execute(sa.delete(TABLE).where(TABLE.c.id == provider_id))
     except sa.exc.IntegrityError:
         return False
+    bump_topology(conn)
     return True
 
 

@@ -163,3 +163,13 @@ allocations = sa.Table(
              "resource_class_id"),
     *_timestamps(),
 )
+
+# One row (id 1): the version of everything the candidate search caches
+# (see storage/topology.py).
+placement_state = sa.Table(
+    "placement_state",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("topology_version", sa.BigInteger, nullable=False,
+              server_default="0"),
+)
