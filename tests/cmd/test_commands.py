@@ -13,6 +13,9 @@ from pathlib import Path
 import pytest
 import requests
 
+from allotment.storage import migration
+from allotment.storage.db import create_engine
+
 BIN = Path(sys.executable).parent
 
 UPSTREAM_STYLE_CONF = """\
@@ -91,7 +94,10 @@ def test_manage_db_sync_and_version(tmp_path):
     synced = run("allotment-manage", "--config-file", str(conf), "db", "sync")
     assert synced.returncode == 0, synced.stderr
     after = run("allotment-manage", "--config-file", str(conf), "db", "version")
-    assert after.stdout.strip() == "0001"
+    engine = create_engine(url)
+    assert after.stdout.strip() == migration.head_revision(engine)
+    assert migration.current_revision(engine) == migration.head_revision(engine)
+    engine.dispose()
     again = run("allotment-manage", "--config-file", str(conf), "db", "sync")
     assert again.returncode == 0
 
