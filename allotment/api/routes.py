@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from allotment.api import (
     aggregates,
+    allocation_candidates,
     allocations,
     inventories,
     provider_allocations,
@@ -28,6 +29,7 @@ def build(runtime: Runtime) -> list[tuple[str, object]]:
         ("/traits", traits.Traits(runtime)),
         ("/traits/{name}", traits.Trait(runtime)),
         ("/allocations", allocations.Allocations(runtime)),
+        ("/allocation_candidates", allocation_candidates.AllocationCandidates(runtime)),
         ("/allocations/{consumer_uuid}", allocations.ConsumerAllocationsResource(runtime)),
         ("/resource_providers", resource_providers.ResourceProviders(runtime)),
         ("/resource_providers/{uuid}", resource_providers.ResourceProvider(runtime)),

@@ -45,10 +45,13 @@ def _relevant_roots(class_ids: Iterable[int]) -> sa.Select:
     return sa.union(with_inventory, sharing)
 
 
-def load(conn: Connection, class_ids: Iterable[int] | None = None) -> dict[int, dict]:
+def load(conn: Connection, class_ids: Iterable[int] | None = None, *,
+         with_usage: bool = True) -> dict[int, dict]:
     """Providers with their inventories (and usage), traits and aggregates.
 
-    ``class_ids`` None loads every provider.  Returns
+    ``class_ids`` None loads every provider.  ``with_usage`` False leaves
+    every ``used`` at 0 (for a cached static picture; see :func:`usage`).
+    Returns
     ``{provider_id: {"uuid", "name", "generation", "parent_uuid",
     "root_uuid", "inventories": {rc: {..., "used"}}, "traits": set,
     "aggregates": set}}``.
@@ -92,7 +95,7 @@ def load(conn: Connection, class_ids: Iterable[int] | None = None) -> dict[int, 
             "allocation_ratio": row.allocation_ratio, "used": 0,
         }
 
-    usage_rows = conn.execute(
+    usage_rows = () if not with_usage else conn.execute(
         sa.select(allocations.c.resource_provider_id, resource_classes.c.name,
                   sa.func.sum(allocations.c.used).label("used"))
         .join(resource_classes, resource_classes.c.id == allocations.c.resource_class_id)
@@ -122,3 +125,43 @@ def load(conn: Connection, class_ids: Iterable[int] | None = None) -> dict[int, 
     for provider_id, agg in agg_rows:
         world[provider_id]["aggregates"].add(agg)
     return world
+
+
+def usage(conn: Connection, class_ids: Iterable[int] | None = None
+          ) -> list[tuple[int, int, int]]:
+    """``(provider id, class id, used)`` for every allocated pair.
+
+    One GROUP BY over allocations, answered from the (provider, class)
+    index; ``class_ids`` restricts it to some classes.
+    """
+    query = (
+        sa.select(allocations.c.resource_provider_id,
+                  allocations.c.resource_class_id,
+                  sa.func.sum(allocations.c.used))
+        .group_by(allocations.c.resource_provider_id,
+                  allocations.c.resource_class_id))
+    if class_ids is not None:
+        query = query.where(allocations.c.resource_class_id.in_(sorted(set(class_ids))))
+    return [(p, c, int(used)) for p, c, used in conn.execute(query)]
+
+
+def class_names(conn: Connection) -> dict[int, str]:
+    """Every resource class, by id."""
+    return dict(conn.execute(sa.select(resource_classes.c.id, resource_classes.c.name)).all())
+
+
+def existing_names(conn: Connection, class_names: Iterable[str],
+                   trait_names: Iterable[str]) -> tuple[set[str], set[str]]:
+    """Which of the named resource classes and traits exist."""
+    found_classes: set[str] = set()
+    found_traits: set[str] = set()
+    wanted = sorted(set(class_names))
+    if wanted:
+        found_classes = set(conn.execute(
+            sa.select(resource_classes.c.name)
+            .where(resource_classes.c.name.in_(wanted))).scalars())
+    wanted = sorted(set(trait_names))
+    if wanted:
+        found_traits = set(conn.execute(
+            sa.select(traits.c.name).where(traits.c.name.in_(wanted))).scalars())
+    return found_classes, found_traits

@@ -1,0 +1,69 @@
+"""GET /allocation_candidates (from 1.10)."""
+
+from __future__ import annotations
+
+import falcon
+
+from allotment.api import query, rendering
+from allotment.api.candidates_query import parse_allocation_candidates_query
+from allotment.api.resource import Resource, authorize, require_version, version
+from allotment.engine.request import AllocationCandidatesRequest
+from allotment.engine.search import Candidate
+from allotment.service import allocation_candidates as service
+
+# Where the response grows, by microversion.
+_DICT_REQUESTS = (1, 12)
+_SUMMARY_TRAITS = (1, 17)
+_SUMMARY_ALL_CLASSES = (1, 27)
+_SUMMARY_TREE = (1, 29)
+_MAPPINGS = (1, 34)
+
+
+def _allocation_request(cand: Candidate, want: tuple[int, int]) -> dict:
+    if want < _DICT_REQUESTS:
+        # The body of PUT /allocations/{consumer} before 1.12.
+        return {"allocations": [
+            {"resource_provider": {"uuid": uuid}, "resources": dict(resources)}
+            for uuid, resources in cand.allocations.items()]}
+    body: dict = {"allocations": {
+        uuid: {"resources": dict(resources)}
+        for uuid, resources in cand.allocations.items()}}
+    if want >= _MAPPINGS:
+        body["mappings"] = {suffix: list(uuids) for suffix, uuids in cand.mappings.items()}
+    return body
+
+
+def _summaries(summaries: list[service.ProviderSummary],
+               request: AllocationCandidatesRequest, want: tuple[int, int]) -> dict:
+    requested = {rc for g in request.groups for rc in g.resources}
+    result = {}
+    for s in summaries:
+        body: dict = {"resources": {
+            rc: {"capacity": capacity, "used": used}
+            for rc, (capacity, used) in s.resources.items()
+            if want >= _SUMMARY_ALL_CLASSES or rc in requested}}
+        if want >= _SUMMARY_TRAITS:
+            body["traits"] = list(s.traits)
+        if want >= _SUMMARY_TREE:
+            body["parent_provider_uuid"] = s.parent_uuid
+            body["root_provider_uuid"] = s.root_uuid
+        result[s.uuid] = body
+    return result
+
+
+class AllocationCandidates(Resource):
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        require_version(req, "1.10")
+        authorize(req, "placement:allocation_candidates:list")
+        want = version(req)
+        request = parse_allocation_candidates_query(query.pairs(req), want)
+        placement = self.conf.placement
+        found = service.find(
+            self.db, request,
+            max_candidates=placement.max_allocation_candidates,
+            strategy=placement.allocation_candidates_generation_strategy,
+            randomize=placement.randomize_allocation_candidates)
+        rendering.send_json(req, resp, {
+            "allocation_requests": [_allocation_request(c, want) for c in found.candidates],
+            "provider_summaries": _summaries(found.summaries, request, want),
+        })

@@ -1,0 +1,259 @@
+"""GET /allocation_candidates: check the names, search, summarise.
+
+Loading and indexing every provider for each request would dominate the cost
+of a search in a big cloud, so each process keeps the *static* part of the
+provider world (providers, trees, inventories, traits, aggregates) in memory,
+tagged with the topology version it was read at (see storage/topology.py),
+and lays the current usage over it per request.  The version and the usage
+are read in one read transaction, and the cached world is only used when its
+version is the one that transaction sees; since every topology write bumps
+the version in its own transaction, a request can never combine a stale
+topology with fresh usage.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import weakref
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+
+from allotment import errors
+from allotment.engine import search
+from allotment.engine.request import AllocationCandidatesRequest, RequestGroup
+from allotment.engine.snapshot import Inventory, ProviderRecord, Snapshot
+from allotment.storage import snapshot as store
+from allotment.storage import topology
+from allotment.storage.db import Database
+
+
+@dataclass(frozen=True)
+class ProviderSummary:
+    """What ``provider_summaries`` says about one provider."""
+
+    uuid: str
+    parent_uuid: str | None
+    root_uuid: str
+    traits: tuple[str, ...]
+    # class name -> (capacity, used), every class the provider has inventory of
+    resources: Mapping[str, tuple[int, int]]
+
+
+@dataclass(frozen=True)
+class CandidatesResult:
+    candidates: list[search.Candidate]
+    summaries: list[ProviderSummary]
+
+
+EMPTY = CandidatesResult([], [])
+
+
+# ---------------------------------------------------------------------------
+# The per-process cache of the static world
+
+
+@dataclass(frozen=True)
+class _Static:
+    version: int
+    snapshot: Snapshot          # every inventory's ``used`` is 0
+    uuid_by_id: Mapping[int, str]
+    class_by_id: Mapping[int, str]
+
+
+class _Cache:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.static: _Static | None = None
+
+
+_CACHES: weakref.WeakKeyDictionary[Database, _Cache] = weakref.WeakKeyDictionary()
+_CACHES_LOCK = threading.Lock()
+
+
+def _cache_of(db: Database) -> _Cache:
+    with _CACHES_LOCK:
+        cache = _CACHES.get(db)
+        if cache is None:
+            cache = _CACHES[db] = _Cache()
+        return cache
+
+
+def _records(world: Mapping[int, Mapping]) -> list[ProviderRecord]:
+    return [
+        ProviderRecord(
+            uuid=p["uuid"], name=p["name"], generation=p["generation"],
+            parent_uuid=p["parent_uuid"], root_uuid=p["root_uuid"],
+            inventories={rc: Inventory(**inv) for rc, inv in p["inventories"].items()},
+            traits=frozenset(p["traits"]), aggregates=frozenset(p["aggregates"]))
+        for p in world.values()
+    ]
+
+
+def _static(db: Database, conn, version: int) -> _Static:
+    """The static world at ``version``, read through ``conn`` if not cached."""
+    cache = _cache_of(db)
+    static = cache.static
+    if static is not None and static.version == version:
+        return static
+    # One builder at a time: concurrent requests at a new version wait for it
+    # rather than all loading the same world.
+    with cache.lock:
+        static = cache.static
+        if static is not None and static.version == version:
+            return static
+        world = store.load(conn, None, with_usage=False)
+        built = _Static(
+            version=version,
+            snapshot=Snapshot.build(_records(world)),
+            uuid_by_id={pid: p["uuid"] for pid, p in world.items()},
+            class_by_id=store.class_names(conn))
+        # An older transaction must not replace a newer world.
+        if cache.static is None or cache.static.version < version:
+            cache.static = built
+        return built
+
+
+def _with_usage(static: _Static, rows: Iterable[tuple[int, int, int]]) -> Snapshot:
+    used: dict[str, dict[str, int]] = {}
+    for provider_id, class_id, amount in rows:
+        uuid = static.uuid_by_id.get(provider_id)
+        rc = static.class_by_id.get(class_id)
+        if uuid is not None and rc is not None:
+            used.setdefault(uuid, {})[rc] = amount
+    snap = static.snapshot
+    if not used:
+        return snap
+    records = []
+    for rec in snap.providers:
+        mine = used.get(rec.uuid)
+        if mine:
+            rec = replace(rec, inventories={
+                rc: replace(inv, used=mine.get(rc, 0))
+                for rc, inv in rec.inventories.items()})
+        records.append(rec)
+    return Snapshot.build(records)
+
+
+# ---------------------------------------------------------------------------
+# Checks made in the order Placement makes them
+
+
+class _NoCandidates(Exception):
+    """Placement gives up on the request early and answers an empty result."""
+
+
+def _named(request: AllocationCandidatesRequest) -> tuple[set[str], set[str]]:
+    classes: set[str] = set()
+    traits = set(request.root_required) | set(request.root_forbidden)
+    for g in request.groups:
+        classes.update(g.resources)
+        traits.update(g.forbidden_traits)
+        for any_of in g.required_traits:
+            traits.update(any_of)
+    return classes, traits
+
+
+def _check_traits(names: Iterable[str], known: set[str]) -> None:
+    missing = sorted(set(names) - known)
+    if missing:
+        # Placement stops at the first trait it cannot find.
+        raise errors.BadRequest(f"No such trait(s): {missing[0]}.")
+
+
+def _check_root_traits(snap: Snapshot, request: AllocationCandidatesRequest,
+                       traits: set[str]) -> None:
+    required, forbidden = request.root_required, request.root_forbidden
+    if not (required or forbidden):
+        return
+    _check_traits(required, traits)
+    _check_traits(forbidden, traits)
+    if not any(required <= snap.providers[r].traits
+               and forbidden.isdisjoint(snap.providers[r].traits)
+               for r in snap.roots):
+        raise _NoCandidates
+
+
+def _check_group(snap: Snapshot, group: RequestGroup,
+                 classes: set[str], traits: set[str]) -> None:
+    for rc in group.resources:
+        if rc not in classes:
+            raise errors.BadRequest(
+                "Invalid resource class in resources parameter: "
+                f"No such resource class {rc}.")
+    if group.member_of:
+        members = None
+        for any_of in group.member_of:
+            found = {p for agg in any_of for p in snap.agg_members.get(agg, ())}
+            members = found if members is None else members & found
+        if not members:
+            raise _NoCandidates
+    for any_of in group.required_traits:
+        _check_traits(any_of, traits)
+    _check_traits(group.forbidden_traits, traits)
+    tree_root = None
+    if group.in_tree is not None:
+        i = snap.index.get(group.in_tree)
+        if i is None:
+            raise _NoCandidates
+        tree_root = snap.root[i]
+    for rc, amount in group.resources.items():
+        if not any(snap.providers[p].inventories[rc].fits(amount)
+                   for p in snap.by_rc.get(rc, ())
+                   if tree_root is None or snap.root[p] == tree_root):
+            raise _NoCandidates
+
+
+# ---------------------------------------------------------------------------
+# The use case
+
+
+def find(
+    db: Database,
+    request: AllocationCandidatesRequest,
+    *,
+    max_candidates: int = -1,
+    strategy: str = "depth-first",
+    randomize: bool = False,
+    rng: random.Random | None = None,
+) -> CandidatesResult:
+    """Candidates for ``request`` and the summaries of the providers around them.
+
+    Raises errors.BadRequest for resource classes or traits that do not
+    exist, in the order Placement checks them; where Placement gives up
+    early with an empty answer (no provider in a member_of aggregate, an
+    unknown in_tree provider, no room for some class at all), so do we,
+    before looking at the rest of the request.
+    """
+    classes, traits = _named(request)
+    with db.read() as conn:
+        version = topology.topology_version(conn)
+        static = _static(db, conn, version)
+        usage = store.usage(conn)
+        known_classes, known_traits = store.existing_names(conn, classes, traits)
+    snap = _with_usage(static, usage)
+    try:
+        _check_root_traits(snap, request, known_traits)
+        for group in request.groups:
+            _check_group(snap, group, known_classes, known_traits)
+    except _NoCandidates:
+        return EMPTY
+    candidates = list(search.find_candidates(
+        snap, request, max_candidates=max_candidates, strategy=strategy,
+        randomize=randomize, rng=rng))
+    uuids = search.provider_summary_uuids(
+        snap, candidates, nested_aware=request.nested_aware)
+    return CandidatesResult(candidates, [_summary(snap, u) for u in uuids])
+
+
+def _summary(snap: Snapshot, uuid: str) -> ProviderSummary:
+    i = snap.index[uuid]
+    rec = snap.providers[i]
+    parent = snap.parent[i]
+    return ProviderSummary(
+        uuid=uuid,
+        parent_uuid=snap.providers[parent].uuid if parent != -1 else None,
+        root_uuid=snap.providers[snap.root[i]].uuid,
+        traits=tuple(sorted(rec.traits)),
+        resources={rc: (inv.capacity, inv.used)
+                   for rc, inv in sorted(rec.inventories.items())})
