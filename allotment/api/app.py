@@ -52,7 +52,7 @@ def create_app(conf: cfg.ConfigOpts, *, db: Database | None = None):
         wsgi = cors_mw.CORS(wsgi, conf)
     wsgi = request_id.RequestId(wsgi)
     wsgi = http_proxy_to_wsgi.HTTPProxyToWSGI(wsgi, conf)
-    return wsgi
+    return middleware.WsgiPath(wsgi)
 
 
 def _render(req: falcon.Request, resp: falcon.Response,

@@ -110,3 +110,39 @@ def test_policy_denial_is_403_in_placement_shape(app):
     assert error["code"] == "placement.undefined_code"
     # And nothing was written.
     assert Client(app).get("/resource_classes/CUSTOM_NOPE").status == 404
+
+
+def _call_raw(app, path_info: str, token: str = "admin"):
+    """Call the app with an environ built by hand, as a server would."""
+    import io
+    captured = {}
+
+    def start_response(status, headers, exc_info=None):
+        captured["status"] = int(status.split()[0])
+        captured["headers"] = {k.lower(): v for k, v in headers}
+
+    environ = {
+        "REQUEST_METHOD": "GET", "SCRIPT_NAME": "", "PATH_INFO": path_info,
+        "QUERY_STRING": "", "SERVER_NAME": "localhost", "SERVER_PORT": "80",
+        "SERVER_PROTOCOL": "HTTP/1.1", "wsgi.url_scheme": "http",
+        "wsgi.input": io.BytesIO(b""), "wsgi.errors": io.StringIO(),
+        "wsgi.version": (1, 0), "wsgi.multithread": False,
+        "wsgi.multiprocess": False, "wsgi.run_once": False,
+        "HTTP_X_AUTH_TOKEN": token,
+    }
+    body = b"".join(app(environ, start_response))
+    return captured["status"], captured["headers"], body
+
+
+def test_path_decoded_as_utf8_by_the_server_still_routes(app, api):
+    # A server that hands over PATH_INFO already decoded from UTF-8 (rather
+    # than as latin-1 bytes) must get the same answers as a conforming one.
+    status, headers, _ = _call_raw(app, "/no_such_collection/\u2603")
+    assert status == 404
+    assert headers["content-type"] == "application/json"
+
+    created = api.post("/resource_providers", json={"name": "\u2603 host"})
+    assert created.status == 200
+    uuid = created.json["uuid"]
+    status, _, body = _call_raw(app, f"/resource_providers/{uuid}")
+    assert status == 200 and b"host" in body
