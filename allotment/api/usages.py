@@ -31,10 +31,12 @@ QUERY_SCHEMA_TYPES = {
 
 
 def _validate(params: dict, schema: dict) -> None:
-    error = jsonschema.exceptions.best_match(
-        jsonschema.Draft202012Validator(schema).iter_errors(params))
-    if error is not None:
-        raise errors.BadRequest(f"Invalid query string parameters: {error.message}")
+    try:
+        jsonschema.validate(params, schema, format_checker=jsonschema.FormatChecker())
+    except jsonschema.ValidationError as exc:
+        # Placement reports the whole validation error (keyword, schema path,
+        # instance), as for every other query string it checks.
+        raise errors.BadRequest(f"Invalid query string parameters: {exc}") from None
 
 
 class Usages(Resource):

@@ -84,5 +84,17 @@ def test_bad_queries(api, version, query, fragment):
     assert "Invalid query string parameters" in detail and fragment in detail
 
 
+@pytest.mark.parametrize("query,keyword", [
+    ("project_id=", "minLength"),
+    ("project_id=p&user_id=" + "u" * 256, "maxLength"),
+    ("", "required"),
+])
+def test_bad_query_names_the_failed_schema_keyword(api, query, keyword):
+    # Like every other query Placement validates, the report carries the
+    # schema keyword that failed, not just jsonschema's short message.
+    detail = api.get(f"/usages?{query}", version="1.9").error()["detail"]
+    assert f"Failed validating '{keyword}'" in detail
+
+
 def test_needs_permission(api, world):
     assert api.get("/usages?project_id=p1", token="someone").status == 403
