@@ -17,7 +17,7 @@ import random
 import threading
 import weakref
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from allotment import errors
 from allotment.engine import search
@@ -55,10 +55,21 @@ EMPTY = CandidatesResult([], [])
 
 @dataclass(frozen=True)
 class _Static:
+    """One topology version's world, without usage.
+
+    Besides the engine's snapshot it keeps the few plain indexes the early
+    checks (made before any search, see :func:`_check_group`) need.
+    """
+
     version: int
-    snapshot: Snapshot          # every inventory's ``used`` is 0
+    snapshot: Snapshot
     uuid_by_id: Mapping[int, str]
     class_by_id: Mapping[int, str]
+    root_of: Mapping[str, str]
+    root_traits: tuple[frozenset[str], ...]
+    # class -> [(provider uuid, inventory without usage)]
+    by_class: Mapping[str, list[tuple[str, Inventory]]]
+    agg_members: Mapping[str, frozenset[str]]
 
 
 class _Cache:
@@ -79,15 +90,32 @@ def _cache_of(db: Database) -> _Cache:
         return cache
 
 
-def _records(world: Mapping[int, Mapping]) -> list[ProviderRecord]:
-    return [
-        ProviderRecord(
+def _build_static(conn, version: int) -> _Static:
+    world = store.load(conn, None, with_usage=False)
+    records = []
+    by_class: dict[str, list[tuple[str, Inventory]]] = {}
+    agg_members: dict[str, set[str]] = {}
+    for p in world.values():
+        inventories = {rc: Inventory(**inv) for rc, inv in p["inventories"].items()}
+        for rc, inv in inventories.items():
+            by_class.setdefault(rc, []).append((p["uuid"], inv))
+        for agg in p["aggregates"]:
+            agg_members.setdefault(agg, set()).add(p["uuid"])
+        records.append(ProviderRecord(
             uuid=p["uuid"], name=p["name"], generation=p["generation"],
             parent_uuid=p["parent_uuid"], root_uuid=p["root_uuid"],
-            inventories={rc: Inventory(**inv) for rc, inv in p["inventories"].items()},
-            traits=frozenset(p["traits"]), aggregates=frozenset(p["aggregates"]))
-        for p in world.values()
-    ]
+            inventories=inventories, traits=frozenset(p["traits"]),
+            aggregates=frozenset(p["aggregates"])))
+    return _Static(
+        version=version,
+        snapshot=Snapshot.build(records),
+        uuid_by_id={pid: p["uuid"] for pid, p in world.items()},
+        class_by_id=store.class_names(conn),
+        root_of={p["uuid"]: p["root_uuid"] for p in world.values()},
+        root_traits=tuple(frozenset(p["traits"]) for p in world.values()
+                          if p["parent_uuid"] is None),
+        by_class=by_class,
+        agg_members={a: frozenset(m) for a, m in agg_members.items()})
 
 
 def _static(db: Database, conn, version: int) -> _Static:
@@ -102,12 +130,7 @@ def _static(db: Database, conn, version: int) -> _Static:
         static = cache.static
         if static is not None and static.version == version:
             return static
-        world = store.load(conn, None, with_usage=False)
-        built = _Static(
-            version=version,
-            snapshot=Snapshot.build(_records(world)),
-            uuid_by_id={pid: p["uuid"] for pid, p in world.items()},
-            class_by_id=store.class_names(conn))
+        built = _build_static(conn, version)
         # An older transaction must not replace a newer world.
         if cache.static is None or cache.static.version < version:
             cache.static = built
@@ -121,18 +144,7 @@ def _with_usage(static: _Static, rows: Iterable[tuple[int, int, int]]) -> Snapsh
         rc = static.class_by_id.get(class_id)
         if uuid is not None and rc is not None:
             used.setdefault(uuid, {})[rc] = amount
-    snap = static.snapshot
-    if not used:
-        return snap
-    records = []
-    for rec in snap.providers:
-        mine = used.get(rec.uuid)
-        if mine:
-            rec = replace(rec, inventories={
-                rc: replace(inv, used=mine.get(rc, 0))
-                for rc, inv in rec.inventories.items()})
-        records.append(rec)
-    return Snapshot.build(records)
+    return static.snapshot.with_usage(used)
 
 
 # ---------------------------------------------------------------------------
@@ -161,20 +173,19 @@ def _check_traits(names: Iterable[str], known: set[str]) -> None:
         raise errors.BadRequest(f"No such trait(s): {missing[0]}.")
 
 
-def _check_root_traits(snap: Snapshot, request: AllocationCandidatesRequest,
+def _check_root_traits(static: _Static, request: AllocationCandidatesRequest,
                        traits: set[str]) -> None:
     required, forbidden = request.root_required, request.root_forbidden
     if not (required or forbidden):
         return
     _check_traits(required, traits)
     _check_traits(forbidden, traits)
-    if not any(required <= snap.providers[r].traits
-               and forbidden.isdisjoint(snap.providers[r].traits)
-               for r in snap.roots):
+    if not any(required <= have and forbidden.isdisjoint(have)
+               for have in static.root_traits):
         raise _NoCandidates
 
 
-def _check_group(snap: Snapshot, group: RequestGroup,
+def _check_group(static: _Static, snap: Snapshot, group: RequestGroup,
                  classes: set[str], traits: set[str]) -> None:
     for rc in group.resources:
         if rc not in classes:
@@ -182,9 +193,9 @@ def _check_group(snap: Snapshot, group: RequestGroup,
                 "Invalid resource class in resources parameter: "
                 f"No such resource class {rc}.")
     if group.member_of:
-        members = None
+        members: set[str] | None = None
         for any_of in group.member_of:
-            found = {p for agg in any_of for p in snap.agg_members.get(agg, ())}
+            found = set().union(*(static.agg_members.get(a, ()) for a in any_of))
             members = found if members is None else members & found
         if not members:
             raise _NoCandidates
@@ -193,14 +204,16 @@ def _check_group(snap: Snapshot, group: RequestGroup,
     _check_traits(group.forbidden_traits, traits)
     tree_root = None
     if group.in_tree is not None:
-        i = snap.index.get(group.in_tree)
-        if i is None:
+        tree_root = static.root_of.get(group.in_tree)
+        if tree_root is None:
             raise _NoCandidates
-        tree_root = snap.root[i]
     for rc, amount in group.resources.items():
-        if not any(snap.providers[p].inventories[rc].fits(amount)
-                   for p in snap.by_rc.get(rc, ())
-                   if tree_root is None or snap.root[p] == tree_root):
+        if not any(
+                inv.min_unit <= amount <= inv.max_unit
+                and amount % inv.step_size == 0
+                and snap.usage_of(uuid, rc) + amount <= inv.capacity
+                for uuid, inv in static.by_class.get(rc, ())
+                if tree_root is None or static.root_of[uuid] == tree_root):
             raise _NoCandidates
 
 
@@ -233,9 +246,9 @@ def find(
         known_classes, known_traits = store.existing_names(conn, classes, traits)
     snap = _with_usage(static, usage)
     try:
-        _check_root_traits(snap, request, known_traits)
+        _check_root_traits(static, request, known_traits)
         for group in request.groups:
-            _check_group(snap, group, known_classes, known_traits)
+            _check_group(static, snap, group, known_classes, known_traits)
     except _NoCandidates:
         return EMPTY
     candidates = list(search.find_candidates(
@@ -247,13 +260,9 @@ def find(
 
 
 def _summary(snap: Snapshot, uuid: str) -> ProviderSummary:
-    i = snap.index[uuid]
-    rec = snap.providers[i]
-    parent = snap.parent[i]
     return ProviderSummary(
         uuid=uuid,
-        parent_uuid=snap.providers[parent].uuid if parent != -1 else None,
-        root_uuid=snap.providers[snap.root[i]].uuid,
-        traits=tuple(sorted(rec.traits)),
-        resources={rc: (inv.capacity, inv.used)
-                   for rc, inv in sorted(rec.inventories.items())})
+        parent_uuid=snap.parent_uuid_of(uuid),
+        root_uuid=snap.root_uuid(uuid),
+        traits=tuple(sorted(snap.traits_of(uuid))),
+        resources=dict(sorted(snap.resources_of(uuid).items())))
