@@ -17,7 +17,7 @@ before truncating to ``limit``, this module walks the product depth-first,
 checks constraints on partial assignments, and yields as it goes, so asking for
 ten candidates costs about ten candidates' worth of work.  When a branch turns
 out to be a dead end, interchangeable twins of the provider that led there
-(see ``Snapshot.symmetry_key``) are skipped instead of being re-explored.
+(see :meth:`Snapshot.symmetry_key`) are skipped instead of being re-explored.
 """
 
 from __future__ import annotations
@@ -28,7 +28,15 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from allotment.engine.request import AllocationCandidatesRequest, RequestGroup
-from allotment.engine.snapshot import Snapshot
+from allotment.engine.snapshot import (
+    CAPACITY,
+    MAX_UNIT,
+    MIN_UNIT,
+    STEP_SIZE,
+    Snapshot,
+)
+
+_NO_USAGE: Mapping[str, int] = {}
 
 STRATEGIES = ("depth-first", "breadth-first")
 
@@ -107,10 +115,18 @@ def provider_summary_uuids(
         used.update(snapshot.index[u] for u in cand.allocations)
     if nested_aware:
         roots = {snapshot.root[i] for i in used}
-        wanted = {i for r in roots for i in snapshot.trees[r]}
+        wanted = {i for r in roots for i in snapshot.tree_members(r)}
     else:
         wanted = used
-    return [snapshot.providers[i].uuid for i in sorted(wanted)]
+    uuids = snapshot.uuids
+    return [uuids[i] for i in sorted(wanted)]
+
+
+def _fits(limits: tuple, used: int, amount: int) -> bool:
+    """Whether a single request of ``amount`` may be placed on an inventory."""
+    return (limits[MIN_UNIT] <= amount <= limits[MAX_UNIT]
+            and amount % limits[STEP_SIZE] == 0
+            and used + amount <= limits[CAPACITY])
 
 
 # ---------------------------------------------------------------------------
@@ -181,18 +197,19 @@ class _Group:
         return ok
 
     def _single_ok(self, snapshot: Snapshot, p: int) -> bool:
-        rec = snapshot.providers[p]
         # Upstream applies in_tree<$S> only when looking up inventory, so a
         # resourceless group ignores it.
         if (self.tree_root is not None and not self.resourceless
                 and snapshot.root[p] != self.tree_root):
             return False
-        inventories = rec.inventories
-        for rc, amount in self.resources:
-            inv = inventories.get(rc)
-            if inv is None or not inv.fits(amount):
-                return False
-        traits = rec.traits
+        if self.resources:
+            inventories = snapshot.inventory[p]
+            usage = snapshot.used.get(snapshot.uuids[p], _NO_USAGE)
+            for rc, amount in self.resources:
+                lim = inventories.get(rc)
+                if lim is None or not _fits(lim, usage.get(rc, 0), amount):
+                    return False
+        traits = snapshot.traits[p]
         if not self.forbidden.isdisjoint(traits):
             return False
         for any_of in self.required:
@@ -244,7 +261,7 @@ class _Plan:
                 here = {g.tree_root}
             else:
                 here = {g.tree_root}
-                for s in snap.trees[g.tree_root]:
+                for s in snap.tree_members(g.tree_root):
                     if snap.is_sharing[s]:
                         here |= snap.anchors_of_sharing[s]
             allowed = here if allowed is None else allowed & here
@@ -256,7 +273,7 @@ class _Plan:
     def root_ok(self, r: int) -> bool:
         if not (self.root_required or self.root_forbidden):
             return True
-        traits = self.snapshot.providers[r].traits
+        traits = self.snapshot.traits[r]
         return self.root_required <= traits and self.root_forbidden.isdisjoint(traits)
 
 
@@ -294,7 +311,7 @@ def _interleave(plan: _Plan, strategy: str,
 
 def _dedupe(plan: _Plan, found: Iterator[tuple[int, dict, list]]) -> Iterator[Candidate]:
     snap = plan.snapshot
-    providers = snap.providers
+    uuids = snap.uuids
     root = snap.root
     is_sharing = snap.is_sharing
     groups = plan.groups
@@ -312,12 +329,12 @@ def _dedupe(plan: _Plan, found: Iterator[tuple[int, dict, list]]) -> Iterator[Ca
             seen.add(key)
         allocations: dict[str, dict[str, int]] = {}
         for (p, rc), amount in sorted(usage.items()):
-            allocations.setdefault(providers[p].uuid, {})[rc] = amount
+            allocations.setdefault(uuids[p], {})[rc] = amount
         mappings = {
-            g.suffix: sorted(providers[p].uuid for p in set(picks))
+            g.suffix: sorted(uuids[p] for p in set(picks))
             for g, picks in zip(groups, chosen, strict=True)
         }
-        yield Candidate(allocations, mappings, providers[r].uuid)
+        yield Candidate(allocations, mappings, uuids[r])
 
 
 class _Slot:
@@ -329,6 +346,7 @@ class _Slot:
         "closes_unsuffixed",
         "group",
         "group_pos",
+        "keys",
         "option_set",
         "options",
         "subtrees",
@@ -342,6 +360,8 @@ class _Slot:
         self.amounts = amounts
         self.options = options
         self.option_set = frozenset(options)
+        # Symmetry keys parallel to ``options``, filled in once they are final.
+        self.keys: list[object] = []
         self.subtrees: tuple[int, ...] = ()
         self.closes_unsuffixed = False
         self.suffixed = bool(group.suffix)
@@ -350,17 +370,16 @@ class _Slot:
 def _unsuffixed_options(plan: _Plan, g: _Group, r: int,
                         rc: str, amount: int) -> list[int]:
     snap = plan.snapshot
-    providers = snap.providers
+    inventory, used, traits, uuids = snap.inventory, snap.used, snap.traits, snap.uuids
     if r in g.banned:
         return []
     anchor_member = g.members is not None and r in g.members
     out = []
     if g.tree_root is None or g.tree_root == r:
-        for p in snap.tree_rc[r].get(rc, ()):
-            rec = providers[p]
-            if not rec.inventories[rc].fits(amount):
+        for p in snap.members_with(r, rc):
+            if not _fits(inventory[p][rc], used.get(uuids[p], _NO_USAGE).get(rc, 0), amount):
                 continue
-            if p in g.banned or not g.forbidden.isdisjoint(rec.traits):
+            if p in g.banned or not g.forbidden.isdisjoint(traits[p]):
                 continue
             # An aggregate on the root spans the whole tree.
             if g.members is not None and not anchor_member and p not in g.members:
@@ -368,11 +387,10 @@ def _unsuffixed_options(plan: _Plan, g: _Group, r: int,
             out.append(p)
     if g.tree_root is None:
         for s in snap.sharing_by_anchor.get(r, ()):
-            rec = providers[s]
-            inv = rec.inventories.get(rc)
-            if inv is None or not inv.fits(amount):
+            lim = inventory[s].get(rc)
+            if lim is None or not _fits(lim, used.get(uuids[s], _NO_USAGE).get(rc, 0), amount):
                 continue
-            if s in g.banned or not g.forbidden.isdisjoint(rec.traits):
+            if s in g.banned or not g.forbidden.isdisjoint(traits[s]):
                 continue
             if g.members is not None and s not in g.members:
                 continue
@@ -383,9 +401,9 @@ def _unsuffixed_options(plan: _Plan, g: _Group, r: int,
 def _suffixed_options(plan: _Plan, g: _Group, r: int) -> list[int]:
     snap = plan.snapshot
     if g.resourceless:
-        base: Iterable[int] = snap.trees[r]
+        base: Iterable[int] = snap.tree_members(r)
     else:
-        base = snap.tree_rc[r].get(g.resources[0][0], ())
+        base = snap.members_with(r, g.resources[0][0])
     out = [p for p in base if g.single_ok(snap, p)]
     out.extend(s for s in snap.sharing_by_anchor.get(r, ()) if g.single_ok(snap, s))
     return out
@@ -406,7 +424,7 @@ def _build_slots(plan: _Plan, r: int, rng: random.Random | None) -> list[_Slot] 
             traits = set()
             for slot in slots:
                 for p in slot.options:
-                    traits |= plan.snapshot.providers[p].traits
+                    traits |= plan.snapshot.traits[p]
             if any(any_of.isdisjoint(traits) for any_of in u.required):
                 return None
         slots[-1].closes_unsuffixed = True
@@ -431,11 +449,13 @@ def _build_slots(plan: _Plan, r: int, rng: random.Random | None) -> list[_Slot] 
         return None
     if not _enough_capacity(plan, slots):
         return None
+    sym_key = plan.snapshot.symmetry_key
     for slot in slots:
         slot.subtrees = tuple(
             i for i, st in enumerate(plan.subtrees) if slot.group_pos in st)
         if rng is not None:
             rng.shuffle(slot.options)
+        slot.keys = [sym_key(p) for p in slot.options] if len(slot.options) > 1 else [None]
     return slots
 
 
@@ -447,12 +467,12 @@ def _enough_capacity(plan: _Plan, slots: list[_Slot]) -> bool:
         for rc, amount in slot.amounts:
             wanted[rc] = wanted.get(rc, 0) + amount
             sources.setdefault(rc, set()).update(slot.options)
-    providers = plan.snapshot.providers
+    snap = plan.snapshot
+    inventory, used, uuids = snap.inventory, snap.used, snap.uuids
     for rc, need in wanted.items():
         free = 0
         for p in sources[rc]:
-            inv = providers[p].inventories[rc]
-            free += inv.capacity - inv.used
+            free += inventory[p][rc][CAPACITY] - used.get(uuids[p], _NO_USAGE).get(rc, 0)
             if free >= need:
                 break
         if free < need:
@@ -489,9 +509,8 @@ def _search_anchor(plan: _Plan, r: int,
     if slots is None:
         return
     snap = plan.snapshot
-    providers = snap.providers
+    inventory, used, uuids = snap.inventory, snap.used, snap.uuids
     root = snap.root
-    sym_key = snap.symmetry_key
     nslots = len(slots)
     ngroups = len(plan.groups)
     isolate = plan.isolate
@@ -519,13 +538,13 @@ def _search_anchor(plan: _Plan, r: int,
         if isolate and slot.suffixed and p in isolated:
             return False
         if slot.amounts:
-            inventories = providers[p].inventories
             for rc, amount in slot.amounts:
                 already = usage.get((p, rc), 0)
                 if already:
-                    inv = inventories[rc]
+                    lim = inventory[p][rc]
                     total = already + amount
-                    if inv.used + total > inv.capacity or total > inv.max_unit:
+                    if (used.get(uuids[p], _NO_USAGE).get(rc, 0) + total > lim[CAPACITY]
+                            or total > lim[MAX_UNIT]):
                         return False
             if not nested_aware:
                 held = tree_holder.get(root[p])
@@ -584,7 +603,7 @@ def _search_anchor(plan: _Plan, r: int,
     def unsuffixed_traits_ok() -> bool:
         traits: set[str] = set()
         for p in chosen[upos]:
-            traits |= providers[p].traits
+            traits |= snap.traits[p]
         return all(not any_of.isdisjoint(traits) for any_of in u.required)
 
     def walk(k: int) -> Iterator[tuple[dict, list]]:
@@ -594,8 +613,9 @@ def _search_anchor(plan: _Plan, r: int,
             return
         slot = slots[k]
         dead: set = set()
-        for p in slot.options:
-            key = sym_key[p] if not touched.get(p) else None
+        for p, key in zip(slot.options, slot.keys, strict=True):
+            if key is not None and touched.get(p):
+                key = None
             if key is not None and key in dead:
                 continue
             if not admissible(slot, p, k):

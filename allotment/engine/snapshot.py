@@ -1,22 +1,50 @@
 """An immutable picture of every provider, built once and searched many times.
 
 The allocation-candidate search never touches the database: storage loads
-providers, inventories (with usage), traits and aggregates into
-:class:`ProviderRecord` objects and calls :meth:`Snapshot.build`.  Everything
-the search needs to avoid scanning the whole world per request (trees,
-children, providers per resource class, sharing providers and the trees they
-serve) is indexed here, once, so a snapshot can be cached and reused by many
-requests.
+providers, inventories, traits and aggregates into :class:`ProviderRecord`
+objects and :meth:`Snapshot.build` indexes them.  The topology (trees,
+inventories, traits, aggregates, sharing) changes rarely while usage changes
+with every allocation, so the two are kept apart:
 
-Providers are addressed internally by their position in ``Snapshot.providers``
+* ``Snapshot.build(records)`` does the expensive work once per topology
+  version.  Records may carry ``used`` amounts; a service that caches the
+  topology builds from records with ``used=0``.
+* ``snapshot.with_usage(used)`` returns a snapshot of the same topology with
+  the given usage (``{provider uuid: {resource class: used}}``, missing means
+  0, providers or classes without inventory are ignored).  It shares every
+  static index with the original, costs O(1) (``used`` is consulted lazily,
+  so it must not be modified afterwards) and never modifies the original.
+  Searching it gives exactly what searching ``Snapshot.build`` of records
+  with those ``used`` values gives.
+
+What a renderer needs about a provider is cheap to read (``uuid`` is the
+provider's UUID; unknown UUIDs raise ``KeyError`` except in :meth:`get`):
+
+* :meth:`Snapshot.get` -- a full :class:`ProviderRecord` (``root_uuid``
+  always filled in) whose inventories carry this snapshot's usage.
+* :meth:`Snapshot.resources_of` -- ``{resource class: (capacity, used)}``.
+* :meth:`Snapshot.usage_of`, :meth:`Snapshot.traits_of`,
+  :meth:`Snapshot.parent_uuid_of`, :meth:`Snapshot.root_uuid`.
+
+Providers are addressed internally by their position in ``Snapshot.uuids``
 (sorted by UUID), which keeps the search's inner loops on small integers and
 makes results independent of the order storage happened to load rows in.
+
+Everything is held in flat tuples and dicts of numbers and strings, with
+identical trait sets, aggregate sets and inventories stored once.  Such
+containers drop out of the garbage collector's view, so a snapshot of a
+hundred thousand providers does not turn every full collection (and thus the
+latency of unrelated requests) into a walk over a million objects.  Indexes
+that only some requests need (children, aggregate members, per-tree resource
+classes) are built on first use and shared by every overlay.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from itertools import chain, compress, islice, repeat, tee
+from operator import add, attrgetter, methodcaller
 from types import MappingProxyType
 
 # A provider with this trait shares its inventory with every tree that has a
@@ -25,6 +53,9 @@ SHARES_TRAIT = "MISC_SHARES_VIA_AGGREGATE"
 
 # Placement's default max_unit for an inventory (a signed 32-bit integer).
 MAX_UNIT_DEFAULT = 2147483647
+
+# Positions in the per-inventory tuples the snapshot keeps (see _limits).
+CAPACITY, MIN_UNIT, MAX_UNIT, STEP_SIZE, TOTAL, RESERVED, RATIO = range(7)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,178 +102,414 @@ class ProviderRecord:
     aggregates: frozenset[str] = frozenset()
 
 
+# Shared, never mutated: plain dicts keep the search's lookups fast.
+_NO_INVENTORY: Mapping[str, tuple] = {}
+_NO_TRAITS: frozenset[str] = frozenset()
+_NO_USAGE: Mapping[str, int] = MappingProxyType({})
+_by_uuid = attrgetter("uuid")
+_limits_of = attrgetter("capacity", "min_unit", "max_unit", "step_size",
+                        "total", "reserved", "allocation_ratio")
+_used_of = attrgetter("used")
+
+
+class _InventoryMaps(dict):
+    """One shared ``{rc: limits}`` dict per distinct tuple of (rc, limits) pairs."""
+
+    def __missing__(self, key: tuple) -> Mapping[str, tuple]:
+        value = self[key] = dict(key) if key else _NO_INVENTORY
+        return value
+
+
+class _Lazy:
+    """Indexes built on first use, shared by a snapshot and its overlays.
+
+    Filling them from several threads at once is harmless: each value is a
+    pure function of the static data, so a race only computes it twice.
+    """
+
+    __slots__ = ("agg_members", "children", "subtrees", "tree_rc", "trees")
+
+    def __init__(self) -> None:
+        self.agg_members: Mapping[str, tuple[int, ...]] | None = None
+        self.children: tuple[tuple[int, ...], ...] | None = None
+        self.subtrees: Mapping[int, tuple[int, ...]] | None = None
+        self.trees: Mapping[int, tuple[int, ...]] | None = None
+        self.tree_rc: dict[int, dict[str, tuple[int, ...]]] = {}
+
+
 class Snapshot:
     """Providers plus the indexes the candidate search relies on.
 
-    Build with :meth:`build`; treat every attribute as read-only.
+    Build with :meth:`build`, derive per-request usage with
+    :meth:`with_usage`; treat every attribute as read-only.
+
+    Per provider position ``i``: ``uuids[i]``, ``parent[i]`` (-1 for
+    roots), ``root[i]``,
+    ``depth[i]``, ``traits[i]``, ``aggregates[i]``, ``is_sharing[i]`` and
+    ``inventory[i]`` (``{rc: (capacity, min_unit, max_unit, step_size, total,
+    reserved, allocation_ratio)}``, see the index constants above).  Usage
+    lives apart in ``used`` (``{uuid: {rc: amount}}``; missing means 0 and
+    entries for classes without inventory mean nothing).
     """
 
     __slots__ = (
-        "agg_members",
+        "_by_aggs",
+        "_generations",
+        "_lazy",
+        "_names",
+        "_order",
+        "_parents",
+        "_records",
+        "aggregates",
         "anchors_of_sharing",
-        "by_rc",
-        "children",
         "depth",
+        "generations",
         "has_nested",
         "index",
+        "inventory",
         "is_sharing",
+        "names",
         "parent",
-        "providers",
         "root",
         "roots",
         "sharing",
         "sharing_by_anchor",
-        "symmetry_key",
-        "tree_rc",
-        "trees",
+        "traits",
+        "used",
+        "uuids",
     )
 
-    providers: tuple[ProviderRecord, ...]
+    uuids: tuple[str, ...]
+    names: tuple[str, ...]
+    generations: tuple[int, ...]
     index: Mapping[str, int]
     parent: tuple[int, ...]            # -1 for roots
     root: tuple[int, ...]
     depth: tuple[int, ...]
-    children: tuple[tuple[int, ...], ...]
+    traits: tuple[frozenset[str], ...]
+    aggregates: tuple[frozenset[str], ...]
+    inventory: tuple[Mapping[str, tuple], ...]
+    used: Mapping[str, Mapping[str, int]]
     is_sharing: tuple[bool, ...]
     roots: tuple[int, ...]
-    trees: Mapping[int, tuple[int, ...]]                   # root -> members
-    tree_rc: Mapping[int, Mapping[str, tuple[int, ...]]]   # root -> rc -> members
-    by_rc: Mapping[str, tuple[int, ...]]
     sharing: tuple[int, ...]
-    agg_members: Mapping[str, tuple[int, ...]]
     anchors_of_sharing: Mapping[int, frozenset[int]]
     sharing_by_anchor: Mapping[int, tuple[int, ...]]
     has_nested: bool
-    symmetry_key: tuple[object, ...]
+
+    # -- construction ------------------------------------------------------
 
     @classmethod
     def build(cls, records: Iterable[ProviderRecord]) -> Snapshot:
-        providers = tuple(sorted(records, key=lambda r: r.uuid))
-        index: dict[str, int] = {}
-        for i, rec in enumerate(providers):
-            if rec.uuid in index:
-                raise ValueError(f"duplicate provider uuid {rec.uuid}")
-            index[rec.uuid] = i
-        n = len(providers)
+        # Fields are read with C-level maps, in the order the records were
+        # given (usually the order they were allocated in, so memory is
+        # walked sequentially), then permuted into UUID order: a Python-level
+        # loop per provider would cost several times more.
+        recs = records if isinstance(records, (list, tuple)) else list(records)
+        n = len(recs)
+        given = list(map(_by_uuid, recs))
+        # position -> place in ``recs``; None when storage already loaded
+        # the rows ordered by UUID.
+        order: list[int] | None = sorted(range(n), key=given.__getitem__)
+        if order == list(range(n)):
+            order = None
+        uuids = tuple(given) if order is None else tuple(map(given.__getitem__, order))
+        index = dict(zip(uuids, range(n), strict=True))
+        if len(index) != n:
+            dup = next(u for k, u in enumerate(uuids) if k and uuids[k - 1] == u)
+            raise ValueError(f"duplicate provider uuid {dup}")
 
-        parent = [-1] * n
-        for i, rec in enumerate(providers):
-            if rec.parent_uuid is not None:
-                if rec.parent_uuid not in index:
+        def field_of(name: str) -> list:
+            return list(map(attrgetter(name), recs))
+
+        def in_uuid_order(values: list) -> list:
+            return values if order is None else list(map(values.__getitem__, order))
+
+        lookup = dict(index)
+        lookup[None] = -1
+        parent_uuids = field_of("parent_uuid")
+        found = list(map(lookup.get, parent_uuids))
+        if None in found:
+            k = found.index(None)
+            raise ValueError(f"provider {given[k]} has unknown parent {parent_uuids[k]}")
+        parent = in_uuid_order(found)
+        parents = set(parent)
+        parents.discard(-1)
+        has_nested = bool(parents)
+        if has_nested:
+            root, depth = _roots_and_depths(parent)
+        else:
+            root, depth = list(range(n)), [0] * n
+        claims = in_uuid_order(field_of("root_uuid"))
+        actual = list(map(uuids.__getitem__, root))
+        if claims != actual:
+            for i, claimed in enumerate(claims):
+                if claimed is not None and claimed != actual[i]:
                     raise ValueError(
-                        f"provider {rec.uuid} has unknown parent "
-                        f"{rec.parent_uuid}")
-                parent[i] = index[rec.parent_uuid]
+                        f"provider {uuids[i]} claims root {claimed} but "
+                        f"its parent chain ends at {actual[i]}")
 
-        root = [-1] * n
-        depth = [0] * n
-        for i in range(n):
-            # Walk up until a provider whose root is known; the path length
-            # bound turns a parent cycle into an error instead of a hang.
-            path = []
-            j = i
-            while root[j] == -1 and parent[j] != -1:
-                path.append(j)
-                j = parent[j]
-                if len(path) > n:
-                    raise ValueError("provider parent cycle detected")
-            if root[j] == -1:
-                root[j], depth[j] = j, 0
-            for k in reversed(path):
-                root[k] = root[parent[k]]
-                depth[k] = depth[parent[k]] + 1
-        for i, rec in enumerate(providers):
-            if rec.root_uuid is not None and rec.root_uuid != providers[root[i]].uuid:
-                raise ValueError(
-                    f"provider {rec.uuid} claims root {rec.root_uuid} but "
-                    f"its parent chain ends at {providers[root[i]].uuid}")
+        # Store each distinct trait set, aggregate set, inventory and
+        # inventory mapping once: most providers share a handful of them.
+        # (frozenset() of a frozenset is the frozenset itself.)
+        trait_sets: dict[frozenset[str], frozenset[str]] = {}
+        traits = list(map(frozenset, field_of("traits")))
+        traits = in_uuid_order(list(map(trait_sets.setdefault, traits, traits)))
+        agg_sets: dict[frozenset[str], frozenset[str]] = {}
+        aggregates = list(map(frozenset, field_of("aggregates")))
+        aggregates = in_uuid_order(list(map(agg_sets.setdefault, aggregates, aggregates)))
+        by_aggs: dict[frozenset[str], list[int]] = {}
+        if any(agg_sets):
+            for i, a in enumerate(aggregates):
+                if a:
+                    by_aggs.setdefault(a, []).append(i)
 
-        children: list[list[int]] = [[] for _ in range(n)]
-        trees: dict[int, list[int]] = {}
-        tree_rc: dict[int, dict[str, list[int]]] = {}
-        by_rc: dict[str, list[int]] = {}
-        agg_members: dict[str, list[int]] = {}
-        for i, rec in enumerate(providers):
-            if parent[i] != -1:
-                children[parent[i]].append(i)
-            trees.setdefault(root[i], []).append(i)
-            per_rc = tree_rc.setdefault(root[i], {})
-            for rc in rec.inventories:
-                per_rc.setdefault(rc, []).append(i)
-                by_rc.setdefault(rc, []).append(i)
-            for agg in rec.aggregates:
-                agg_members.setdefault(agg, []).append(i)
-
-        is_sharing = tuple(SHARES_TRAIT in rec.traits for rec in providers)
-        sharing = tuple(i for i in range(n) if is_sharing[i])
-        # A sharing provider serves (is "anchored" by) the tree of every
-        # provider that shares one of its aggregates, itself included.
-        anchors_of_sharing: dict[int, frozenset[int]] = {}
-        sharing_by_anchor: dict[int, list[int]] = {}
-        for s in sharing:
-            anchors = frozenset(
-                root[q]
-                for agg in providers[s].aggregates
-                for q in agg_members[agg])
-            anchors_of_sharing[s] = anchors
-            for r in sorted(anchors):
-                if r != root[s]:
-                    sharing_by_anchor.setdefault(r, []).append(s)
-
-        symmetry_key: list[object] = []
-        for i, rec in enumerate(providers):
-            # Two non-root leaves under the same parent with identical
-            # inventories, usage, traits and aggregates can be swapped without
-            # changing whether any request can be satisfied; the search uses
-            # this to avoid re-exploring dead ends once per such twin.
-            if parent[i] == -1 or children[i]:
-                symmetry_key.append(None)
-            else:
-                symmetry_key.append((
-                    parent[i],
-                    tuple(sorted(rec.inventories.items())),
-                    rec.traits,
-                    rec.aggregates,
-                ))
+        # Inventories, flattened: one entry per (provider, resource class).
+        per_provider = field_of("inventories")
+        sizes = list(map(len, per_provider))
+        rcs = list(chain.from_iterable(per_provider))
+        invs = list(chain.from_iterable(map(methodcaller("values"), per_provider)))
+        # Duplicates are dropped as soon as they are looked up (tee hands the
+        # same tuple to both arguments), so building allocates next to
+        # nothing per provider and never wakes the garbage collector, which
+        # would otherwise walk every freshly loaded record again and again.
+        limits: dict[tuple, tuple] = {}
+        lims = list(map(limits.setdefault, *tee(map(_limits_of, invs))))
+        # Cut the flat (rc, limits) pairs back into one tuple per provider:
+        # each islice consumes exactly that provider's share of the pairs.
+        pairs = zip(rcs, lims, strict=True)
+        keys = map(tuple, map(islice, repeat(pairs), sizes))
+        inventory = in_uuid_order(list(map(_InventoryMaps().__getitem__, keys)))
+        used: dict[str, dict[str, int]] = {}
+        amounts = list(map(_used_of, invs))
+        if any(amounts):
+            owners = list(chain.from_iterable(map(repeat, given, sizes)))
+            for k in compress(range(len(amounts)), amounts):
+                used.setdefault(owners[k], {})[rcs[k]] = amounts[k]
 
         self = cls.__new__(cls)
-        self.providers = providers
+        self.uuids = uuids
+        # Only records need these: left in the given order.
+        self._order = order
+        self._names = field_of("name")
+        self._generations = field_of("generation")
         self.index = MappingProxyType(index)
         self.parent = tuple(parent)
         self.root = tuple(root)
         self.depth = tuple(depth)
-        self.children = tuple(tuple(c) for c in children)
-        self.is_sharing = is_sharing
-        self.roots = tuple(i for i in range(n) if parent[i] == -1)
-        self.trees = MappingProxyType({r: tuple(m) for r, m in trees.items()})
-        self.tree_rc = MappingProxyType({
-            r: MappingProxyType({rc: tuple(m) for rc, m in per.items()})
-            for r, per in tree_rc.items()})
-        self.by_rc = MappingProxyType({rc: tuple(m) for rc, m in by_rc.items()})
-        self.sharing = sharing
-        self.agg_members = MappingProxyType(
-            {a: tuple(m) for a, m in agg_members.items()})
+        self.traits = tuple(traits)
+        self.aggregates = tuple(aggregates)
+        self.inventory = tuple(inventory)
+        self.used = used
+        self.has_nested = has_nested
+        self._parents = frozenset(parents)
+        if has_nested:
+            self.roots = tuple(compress(range(n), map((-1).__eq__, parent)))
+        else:
+            self.roots = tuple(range(n))
+        self._by_aggs = {a: tuple(m) for a, m in by_aggs.items()}
+        self._lazy = _Lazy()
+        self._records = None
+
+        sharing_sets = {t for t in trait_sets if SHARES_TRAIT in t}
+        if sharing_sets:
+            self.is_sharing = tuple(t in sharing_sets for t in traits)
+            self.sharing = tuple(i for i in range(n) if self.is_sharing[i])
+        else:
+            self.is_sharing = (False,) * n
+            self.sharing = ()
+        # A sharing provider serves (is "anchored" by) the tree of every
+        # provider that shares one of its aggregates, itself included.
+        anchors_of_sharing: dict[int, frozenset[int]] = {}
+        sharing_by_anchor: dict[int, list[int]] = {}
+        if self.sharing:
+            agg_members = self.agg_members
+            for s in self.sharing:
+                anchors = frozenset(
+                    root[q] for agg in aggregates[s] for q in agg_members[agg])
+                anchors_of_sharing[s] = anchors
+                for r in anchors:
+                    if r != root[s]:
+                        sharing_by_anchor.setdefault(r, []).append(s)
         self.anchors_of_sharing = MappingProxyType(anchors_of_sharing)
+        # Sharing providers were visited in position order, so each list is
+        # already sorted.
         self.sharing_by_anchor = MappingProxyType(
             {r: tuple(s) for r, s in sharing_by_anchor.items()})
-        self.has_nested = any(p != -1 for p in parent)
-        self.symmetry_key = tuple(symmetry_key)
         return self
 
+    def with_usage(self, used: Mapping[str, Mapping[str, int]]) -> Snapshot:
+        """This topology with ``used`` as its usage (see the module docstring).
+
+        ``used`` replaces the usage of this snapshot entirely; the result
+        shares every index with this snapshot, which is left unchanged.
+        """
+        other = Snapshot.__new__(Snapshot)
+        for name in Snapshot.__slots__:
+            setattr(other, name, getattr(self, name))
+        other.used = used
+        other._records = None
+        return other
+
+    # -- per-provider accessors ---------------------------------------------
+
     def __len__(self) -> int:
-        return len(self.providers)
+        return len(self.uuids)
 
     def get(self, uuid: str) -> ProviderRecord | None:
+        """The provider as a record, with this snapshot's usage; None if unknown."""
         i = self.index.get(uuid)
-        return None if i is None else self.providers[i]
+        return None if i is None else self.record(i)
+
+    def record(self, i: int) -> ProviderRecord:
+        """The provider at position ``i`` as a record, with this snapshot's usage."""
+        k = i if self._order is None else self._order[i]
+        usage = self.used.get(self.uuids[i], _NO_USAGE)
+        inventories = {
+            rc: Inventory(total=lim[TOTAL], reserved=lim[RESERVED],
+                          min_unit=lim[MIN_UNIT], max_unit=lim[MAX_UNIT],
+                          step_size=lim[STEP_SIZE], allocation_ratio=lim[RATIO],
+                          used=usage.get(rc, 0))
+            for rc, lim in self.inventory[i].items()
+        }
+        p = self.parent[i]
+        return ProviderRecord(
+            uuid=self.uuids[i], name=self._names[k], generation=self._generations[k],
+            parent_uuid=None if p == -1 else self.uuids[p],
+            root_uuid=self.uuids[self.root[i]], inventories=inventories,
+            traits=self.traits[i], aggregates=self.aggregates[i])
+
+    @property
+    def providers(self) -> tuple[ProviderRecord, ...]:
+        """Every provider as a record, in position order.
+
+        Materialised on first use (and then kept): prefer :meth:`get` or the
+        narrower accessors on big snapshots.
+        """
+        if self._records is None:
+            self._records = tuple(self.record(i) for i in range(len(self.uuids)))
+        return self._records
+
+    def usage_of(self, uuid: str, rc: str) -> int:
+        if rc not in self.inventory[self.index[uuid]]:
+            return 0
+        return self.used.get(uuid, _NO_USAGE).get(rc, 0)
+
+    def resources_of(self, uuid: str) -> dict[str, tuple[int, int]]:
+        """``{resource class: (capacity, used)}`` of one provider."""
+        i = self.index[uuid]
+        usage = self.used.get(uuid, _NO_USAGE)
+        return {rc: (lim[CAPACITY], usage.get(rc, 0))
+                for rc, lim in self.inventory[i].items()}
+
+    def traits_of(self, uuid: str) -> frozenset[str]:
+        return self.traits[self.index[uuid]]
+
+    def parent_uuid_of(self, uuid: str) -> str | None:
+        p = self.parent[self.index[uuid]]
+        return None if p == -1 else self.uuids[p]
 
     def root_uuid(self, uuid: str) -> str:
-        return self.providers[self.root[self.index[uuid]]].uuid
+        return self.uuids[self.root[self.index[uuid]]]
 
     def tree_uuids(self, uuid: str) -> tuple[str, ...]:
         """UUIDs of every provider in the tree containing ``uuid``."""
         r = self.root[self.index[uuid]]
-        return tuple(self.providers[i].uuid for i in self.trees[r])
+        return tuple(self.uuids[i] for i in self.tree_members(r))
+
+    # -- structural indexes ------------------------------------------------
+
+    def tree_members(self, r: int) -> tuple[int, ...]:
+        """Positions of every provider of the tree rooted at ``r``, sorted."""
+        return self._trees_of_many().get(r) or (r,)
+
+    def members_with(self, r: int, rc: str) -> tuple[int, ...]:
+        """Providers of the tree rooted at ``r`` with inventory of ``rc``."""
+        members = self._trees_of_many().get(r)
+        if members is None:
+            return (r,) if rc in self.inventory[r] else ()
+        cache = self._lazy.tree_rc
+        per_rc = cache.get(r)
+        if per_rc is None:
+            grouped: dict[str, list[int]] = {}
+            inventory = self.inventory
+            for p in members:
+                for c in inventory[p]:
+                    grouped.setdefault(c, []).append(p)
+            per_rc = cache[r] = {c: tuple(m) for c, m in grouped.items()}
+        return per_rc.get(rc, ())
+
+    def _trees_of_many(self) -> Mapping[int, tuple[int, ...]]:
+        """Members of every tree with more than one provider (built on first use)."""
+        lazy = self._lazy
+        if lazy.subtrees is None:
+            subtrees: dict[int, tuple[int, ...]] = {}
+            if self.has_nested:
+                root = self.root
+                # Appending in position order keeps each tree's members sorted.
+                grouped: dict[int, list[int]] = {root[p]: [] for p in self._parents}
+                for i, r in enumerate(root):
+                    members = grouped.get(r)
+                    if members is not None:
+                        members.append(i)
+                subtrees = {r: tuple(m) for r, m in grouped.items()}
+            lazy.subtrees = subtrees
+        return lazy.subtrees
+
+    def is_leaf(self, i: int) -> bool:
+        return i not in self._parents
+
+    @property
+    def trees(self) -> Mapping[int, tuple[int, ...]]:
+        """Root -> members, for every tree (built on first use)."""
+        lazy = self._lazy
+        if lazy.trees is None:
+            lazy.trees = MappingProxyType(
+                {r: self.tree_members(r) for r in self.roots})
+        return lazy.trees
+
+    @property
+    def children(self) -> tuple[tuple[int, ...], ...]:
+        lazy = self._lazy
+        if lazy.children is None:
+            kids: list[list[int]] = [[] for _ in self.uuids]
+            for i, p in enumerate(self.parent):
+                if p != -1:
+                    kids[p].append(i)
+            lazy.children = tuple(tuple(k) for k in kids)
+        return lazy.children
+
+    @property
+    def agg_members(self) -> Mapping[str, tuple[int, ...]]:
+        """Aggregate UUID -> positions of its member providers, sorted."""
+        lazy = self._lazy
+        if lazy.agg_members is None:
+            grouped: dict[str, list[int]] = {}
+            for aggs, members in self._by_aggs.items():
+                for a in aggs:
+                    grouped.setdefault(a, []).extend(members)
+            lazy.agg_members = MappingProxyType(
+                {a: tuple(sorted(m)) for a, m in grouped.items()})
+        return lazy.agg_members
+
+    def symmetry_key(self, i: int) -> object:
+        """Equal for interchangeable providers, None when not worth comparing.
+
+        Two non-root leaves under the same parent with identical inventories,
+        usage, traits and aggregates can be swapped without changing whether
+        any request can be satisfied; the search uses this to avoid
+        re-exploring dead ends once per such twin.
+        """
+        p = self.parent[i]
+        if p == -1 or i in self._parents:
+            return None
+        inventory = self.inventory[i]
+        usage = self.used.get(self.uuids[i])
+        if usage:
+            usage = tuple(sorted((rc, amount) for rc, amount in usage.items()
+                                 if amount and rc in inventory))
+        return (p, tuple(sorted(inventory.items())), self.traits[i],
+                self.aggregates[i], usage or ())
 
     def is_ancestor_or_self(self, ancestor: int, node: int) -> bool:
         if self.root[ancestor] != self.root[node]:
@@ -250,3 +517,23 @@ class Snapshot:
         while self.depth[node] > self.depth[ancestor]:
             node = self.parent[node]
         return node == ancestor
+
+
+def _roots_and_depths(parent: list[int]) -> tuple[list[int], list[int]]:
+    """Root and depth of every provider, by pointer jumping.
+
+    Each pass doubles how far every provider looks up its parent chain, so a
+    forest of depth d takes about log2(d) passes of whole-list operations.
+    """
+    n = len(parent)
+    up = [i if p == -1 else p for i, p in enumerate(parent)]
+    dist = [0 if p == -1 else 1 for p in parent]
+    for _ in range(n.bit_length() + 1):
+        further = list(map(up.__getitem__, up))
+        if further == up:
+            break
+        dist = list(map(add, dist, map(dist.__getitem__, up)))
+        up = further
+    if any(parent[r] != -1 for r in up):
+        raise ValueError("provider parent cycle detected")
+    return up, dist
