@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import re
 from email.utils import format_datetime
 from typing import Any
 
@@ -16,6 +17,10 @@ from allotment.api import microversion
 ERROR_CODE_VERSION = (1, 23)
 # last-modified / cache-control appear from this microversion on.
 CACHE_HEADERS_VERSION = (1, 15)
+
+_BREAK = re.compile(r"<br.*?>", re.I | re.S)
+_COMMENT = re.compile(r"<!--|-->")
+_TAG = re.compile(r"<.*?>", re.S)
 
 
 def version_of(req: falcon.Request) -> tuple[int, int]:
@@ -74,6 +79,30 @@ def no_content(resp: falcon.Response, status: int = 204) -> None:
     resp.text = None
 
 
+def flatten_detail(text: str) -> str:
+    """A detail as Placement's error pages carry it: one line, no markup.
+
+    Placement passes each detail through its HTML-to-text step, so line
+    breaks inside it (multi-line validation reports, for one) become spaces,
+    ``<br>`` a line break, and anything tag-like disappears.
+    """
+    text = text.replace("\n", " ").replace("\r", "")
+    text = _BREAK.sub("\n", text)
+    text = _COMMENT.sub("", text)
+    return _TAG.sub("", text)
+
+
+def _formatted_detail(exc: errors.PlacementError, environ: dict) -> str:
+    original = exc.detail
+    if not isinstance(original, str):
+        return exc.format_detail(environ)
+    exc.detail = flatten_detail(original)
+    try:
+        return exc.format_detail(environ)
+    finally:
+        exc.detail = original
+
+
 def error_body(
     exc: errors.PlacementError,
     environ: dict,
@@ -83,7 +112,7 @@ def error_body(
     error: dict[str, Any] = {
         "status": exc.status,
         "title": exc.title,
-        "detail": exc.format_detail(environ),
+        "detail": _formatted_detail(exc, environ),
     }
     if version is not None and version >= ERROR_CODE_VERSION:
         error["code"] = exc.code
