@@ -47,8 +47,9 @@ def require_version(req: falcon.Request, minimum: str, status: int = 404) -> Non
     """
     if version(req) < microversion.parse(minimum):
         if status == 405:
-            raise errors.MethodNotAllowed(
-                "The method specified is not allowed for this resource.")
+            # Unlike an unrouted method, a method too new for the version
+            # is refused without a detail.
+            raise errors.MethodNotAllowed("")
         raise errors.NotFound("")
 
 
