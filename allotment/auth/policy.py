@@ -26,6 +26,13 @@ def denied_message(action: str) -> str:
     return f"Policy does not allow {action} to be performed."
 
 
+class _RulesDenied(Exception):
+    """What the enforcer raises when the rules say no."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args)
+
+
 class Policy:
     """Checks actions against Placement's rules and the operator's overrides.
 
@@ -61,10 +68,18 @@ class Policy:
         :raises oslo_policy.policy.PolicyNotRegistered: for an unknown
             action, which is a programming error (500), not a denial.
         """
-        if not self.check(ctx, action, target):
+        try:
+            self.enforcer.authorize(action, dict(target), ctx, do_raise=True,
+                                    exc=_RulesDenied)
+        except _RulesDenied:
             LOG.debug("Policy check for %s failed with credentials %s",
                       action, ctx.to_policy_values())
-            raise errors.Forbidden(denied_message(action))
+            raise errors.Forbidden(denied_message(action)) from None
+        except oslo_policy.InvalidScope:
+            # Placement words a scope mismatch differently from a rule
+            # denial: the detail is the bare action name.
+            LOG.debug("Token scope does not suit %s", action)
+            raise errors.Forbidden(action) from None
         return True
 
     def check(
