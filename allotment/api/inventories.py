@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime
+
 import falcon
 
 from allotment import errors
@@ -76,6 +78,20 @@ def _provider_not_found(exc: ProviderNotFound) -> errors.NotFound:
     return errors.NotFound(f"{exc.detail} : {exc.detail}")
 
 
+def _send_inventories(req: falcon.Request, resp: falcon.Response, provider,
+                      rows: dict, stamp: datetime.datetime | None) -> None:
+    rendering.send_json(req, resp, {
+        "resource_provider_generation": provider.generation,
+        "inventories": {name: _record(row) for name, row in rows.items()},
+    }, cache=False)
+    # The newest inventory dates the collection; an empty one has no date,
+    # so Placement sends no Last-Modified for it (but still no-cache).
+    if stamp is not None:
+        rendering.set_cache_headers(req, resp, stamp)
+    elif rendering.version_of(req) >= rendering.CACHE_HEADERS_VERSION:
+        resp.set_header("cache-control", "no-cache")
+
+
 class Inventories(Resource):
     def on_get(self, req: falcon.Request, resp: falcon.Response, uuid: str) -> None:
         authorize(req, "placement:resource_providers:inventories:list")
@@ -83,10 +99,7 @@ class Inventories(Resource):
             provider, rows = service.list_inventories(self.db, uuid)
         except ProviderNotFound as exc:
             raise _provider_not_found(exc) from None
-        rendering.send_json(req, resp, {
-            "resource_provider_generation": provider.generation,
-            "inventories": {name: _record(row) for name, row in rows.items()},
-        }, last_modified=rendering.latest(
+        _send_inventories(req, resp, provider, rows, rendering.latest(
             *(row.updated_at or row.created_at for row in rows.values())))
 
     def on_put(self, req: falcon.Request, resp: falcon.Response, uuid: str) -> None:
@@ -98,10 +111,9 @@ class Inventories(Resource):
             self.db, uuid, data["resource_provider_generation"],
             {name: _fields(fields) for name, fields in data["inventories"].items()},
             reserved_may_equal_total=_reserved_may_equal_total(req))
-        rendering.send_json(req, resp, {
-            "resource_provider_generation": provider.generation,
-            "inventories": {name: _record(r) for name, r in records.items()},
-        })
+        # Every inventory written was written just now.
+        _send_inventories(req, resp, provider, records,
+                          datetime.datetime.now(datetime.UTC) if records else None)
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, uuid: str) -> None:
         body.require_json(req)

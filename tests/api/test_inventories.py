@@ -332,3 +332,22 @@ def test_generation_must_be_exact(api, rp):
     assert put_all(api, other, {"VCPU": {"total": 1}}).status == 200
     assert put_all(api, rp, {"VCPU": {"total": 1}}, gen=1).status == 409
     assert put_all(api, new_uuid(), {}, gen=0).status == 404
+
+
+def test_empty_inventory_has_no_last_modified_but_is_not_cached(api):
+    uuid = api.post("/resource_providers", json={"name": "bare"}).json["uuid"]
+    listed = api.get(f"/resource_providers/{uuid}/inventories")
+    assert listed.status == 200 and listed.json["inventories"] == {}
+    # Nothing in the collection has a modification time to report.
+    assert "last-modified" not in listed.headers
+    assert listed.headers["cache-control"] == "no-cache"
+    cleared = api.put(f"/resource_providers/{uuid}/inventories",
+                      json={"resource_provider_generation": 0, "inventories": {}})
+    assert cleared.status == 200
+    assert "last-modified" not in cleared.headers
+    assert cleared.headers["cache-control"] == "no-cache"
+
+    api.post(f"/resource_providers/{uuid}/inventories",
+             json={"resource_class": "VCPU", "total": 4,
+                   "resource_provider_generation": cleared.json["resource_provider_generation"]})
+    assert "last-modified" in api.get(f"/resource_providers/{uuid}/inventories").headers
