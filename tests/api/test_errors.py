@@ -112,6 +112,44 @@ def test_policy_denial_is_403_in_placement_shape(app):
     assert Client(app).get("/resource_classes/CUSTOM_NOPE").status == 404
 
 
+def test_multi_line_detail_is_flattened_to_one_line(api):
+    resp = api.post("/resource_classes", json={"name": "NOT_CUSTOM"})
+    assert resp.status == 400
+    detail = resp.error()["detail"]
+    explanation, _, reason = detail.partition("\n\n ")
+    assert explanation.startswith("The server could not comply")
+    # jsonschema's report spans several lines; the detail keeps it on one.
+    assert "\n" not in reason
+    assert "Failed validating 'pattern' in schema['properties']['name']:     {" in reason
+
+
+def test_policy_denial_and_scope_mismatch_are_worded_apart(app):
+    from tests.client import Client
+
+    # A project member refused by the rules: the sentence naming the action.
+    member = Client(app, token="user").get(
+        "/resource_classes", headers={"X-Roles": "member", "X-Project-Id": "p1"})
+    assert member.status == 403
+    assert member.error()["detail"] == (
+        "Access was denied to this resource.\n\n Policy does not allow "
+        "placement:resource_classes:list to be performed.  ")
+    # A system-scoped token on a project-scoped rule: just the action name.
+    system = Client(app, token="user").get(
+        "/resource_classes",
+        headers={"X-Roles": "admin", "OpenStack-System-Scope": "all"})
+    assert system.status == 403
+    assert system.error()["detail"] == (
+        "Access was denied to this resource.\n\n placement:resource_classes:list  ")
+
+
+def test_method_too_new_for_the_version_is_405_without_detail(api):
+    uuid = api.post("/resource_providers", json={"name": "rp"}).json["uuid"]
+    resp = api.delete(f"/resource_providers/{uuid}/inventories", version="1.4")
+    assert resp.status == 405
+    assert resp.error()["detail"] == (
+        "The method DELETE is not allowed for this resource. \n\n ")
+
+
 def _call_raw(app, path_info: str, token: str = "admin"):
     """Call the app with an environ built by hand, as a server would."""
     import io
