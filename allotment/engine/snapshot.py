@@ -127,10 +127,11 @@ class _Lazy:
     pure function of the static data, so a race only computes it twice.
     """
 
-    __slots__ = ("agg_members", "children", "subtrees", "tree_rc", "trees")
+    __slots__ = ("agg_members", "by_rc", "children", "subtrees", "tree_rc", "trees")
 
     def __init__(self) -> None:
         self.agg_members: Mapping[str, tuple[int, ...]] | None = None
+        self.by_rc: Mapping[str, tuple[int, ...]] | None = None
         self.children: tuple[tuple[int, ...], ...] | None = None
         self.subtrees: Mapping[int, tuple[int, ...]] | None = None
         self.trees: Mapping[int, tuple[int, ...]] | None = None
@@ -144,9 +145,8 @@ class Snapshot:
     :meth:`with_usage`; treat every attribute as read-only.
 
     Per provider position ``i``: ``uuids[i]``, ``parent[i]`` (-1 for
-    roots), ``root[i]``,
-    ``depth[i]``, ``traits[i]``, ``aggregates[i]``, ``is_sharing[i]`` and
-    ``inventory[i]`` (``{rc: (capacity, min_unit, max_unit, step_size, total,
+    roots), ``root[i]``, ``depth[i]``, ``traits[i]``, ``aggregates[i]``,
+    ``is_sharing[i]`` and ``inventory[i]`` (``{rc: (capacity, min_unit, max_unit, step_size, total,
     reserved, allocation_ratio)}``, see the index constants above).  Usage
     lives apart in ``used`` (``{uuid: {rc: amount}}``; missing means 0 and
     entries for classes without inventory mean nothing).
@@ -163,12 +163,10 @@ class Snapshot:
         "aggregates",
         "anchors_of_sharing",
         "depth",
-        "generations",
         "has_nested",
         "index",
         "inventory",
         "is_sharing",
-        "names",
         "parent",
         "root",
         "roots",
@@ -478,6 +476,18 @@ class Snapshot:
                     kids[p].append(i)
             lazy.children = tuple(tuple(k) for k in kids)
         return lazy.children
+
+    @property
+    def by_rc(self) -> Mapping[str, tuple[int, ...]]:
+        """Resource class -> positions of the providers with inventory of it."""
+        lazy = self._lazy
+        if lazy.by_rc is None:
+            grouped: dict[str, list[int]] = {}
+            for i, inventory in enumerate(self.inventory):
+                for rc in inventory:
+                    grouped.setdefault(rc, []).append(i)
+            lazy.by_rc = MappingProxyType({rc: tuple(m) for rc, m in grouped.items()})
+        return lazy.by_rc
 
     @property
     def agg_members(self) -> Mapping[str, tuple[int, ...]]:
