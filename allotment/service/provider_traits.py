@@ -33,6 +33,11 @@ def set_traits(db: Database, uuid: str, names: list[str],
         missing = sorted(set(names) - set(known))
         if missing:
             raise errors.BadRequest(f"No such trait {', '.join(missing)}")
+        current = store.for_provider(conn, provider.id)
+        if {row.id for row in current} == set(known.values()):
+            # Setting the traits it already has changes nothing, so the
+            # generation stays where it is, as in Placement.
+            return provider, current
         providers.bump_generation(conn, provider.id, generation)
         store.replace(conn, provider.id, known.values())
         return providers.get_by_id(conn, provider.id), store.for_provider(conn, provider.id)
@@ -41,5 +46,7 @@ def set_traits(db: Database, uuid: str, names: list[str],
 def delete_traits(db: Database, uuid: str) -> None:
     with db.write() as conn:
         provider = require(conn, uuid)
+        if not store.for_provider(conn, provider.id):
+            return  # nothing to remove: the generation stays
         providers.bump_generation(conn, provider.id, provider.generation)
         store.replace(conn, provider.id, [])

@@ -95,3 +95,28 @@ def test_trait_in_use_cannot_be_deleted(api, rp):
     assert api.get("/traits?associated=true").json["traits"] == ["CUSTOM_USED"]
     api.delete(url(rp))
     assert api.delete("/traits/CUSTOM_USED").status == 204
+
+
+def test_setting_the_same_traits_or_clearing_none_keeps_the_generation(api):
+    uuid = api.post("/resource_providers", json={"name": "steady"}).json["uuid"]
+    assert api.delete(f"/resource_providers/{uuid}/traits").status == 204
+    assert api.get(f"/resource_providers/{uuid}").json["generation"] == 0
+
+    body = {"traits": ["HW_CPU_X86_AVX2", "STORAGE_DISK_SSD"],
+            "resource_provider_generation": 0}
+    first = api.put(f"/resource_providers/{uuid}/traits", json=body)
+    assert first.json["resource_provider_generation"] == 1
+    # The same set again, in another order: no change, so no new generation.
+    again = api.put(f"/resource_providers/{uuid}/traits", json={
+        "traits": ["STORAGE_DISK_SSD", "HW_CPU_X86_AVX2"],
+        "resource_provider_generation": 1})
+    assert again.status == 200
+    assert again.json["resource_provider_generation"] == 1
+    assert sorted(again.json["traits"]) == ["HW_CPU_X86_AVX2", "STORAGE_DISK_SSD"]
+    # A stale generation is still refused, change or not.
+    stale = api.put(f"/resource_providers/{uuid}/traits", json=dict(body))
+    assert stale.status == 409
+    # A real change moves it on.
+    changed = api.put(f"/resource_providers/{uuid}/traits", json={
+        "traits": ["STORAGE_DISK_SSD"], "resource_provider_generation": 1})
+    assert changed.json["resource_provider_generation"] == 2

@@ -50,8 +50,10 @@ def test_generation_writers_never_lose_an_update(db):
                             db, rp.uuid, seen, {"VCPU": {"total": 1 + n * 10 + i}},
                             reserved_may_equal_total=True)
                     else:
-                        provider_traits.set_traits(
+                        after, _ = provider_traits.set_traits(
                             db, rp.uuid, ["HW_CPU_X86_AVX2"] if i % 2 else [], seen)
+                        if after.generation == seen:
+                            continue  # already that set: nothing written
                 except errors.Conflict as exc:
                     assert exc.code == errors.CONCURRENT_UPDATE
                     continue
