@@ -37,6 +37,7 @@ from allotment.engine.snapshot import (
 )
 
 _NO_USAGE: Mapping[str, int] = {}
+_UNSET = object()
 
 STRATEGIES = ("depth-first", "breadth-first")
 
@@ -346,7 +347,6 @@ class _Slot:
         "closes_unsuffixed",
         "group",
         "group_pos",
-        "keys",
         "option_set",
         "options",
         "subtrees",
@@ -359,9 +359,8 @@ class _Slot:
         self.group = group
         self.amounts = amounts
         self.options = options
-        self.option_set = frozenset(options)
-        # Symmetry keys parallel to ``options``, filled in once they are final.
-        self.keys: list[object] = []
+        # Filled in when a same_subtree constraint needs it.
+        self.option_set: frozenset[int] = frozenset()
         self.subtrees: tuple[int, ...] = ()
         self.closes_unsuffixed = False
         self.suffixed = bool(group.suffix)
@@ -427,7 +426,8 @@ def _build_slots(plan: _Plan, r: int, rng: random.Random | None) -> list[_Slot] 
                     traits |= plan.snapshot.traits[p]
             if any(any_of.isdisjoint(traits) for any_of in u.required):
                 return None
-        slots[-1].closes_unsuffixed = True
+        # Only then is there something to check once its last class is placed.
+        slots[-1].closes_unsuffixed = bool(u.required)
     suffixed = []
     # Groups asking for the same thing (two identical VGPU groups, say) share
     # one lookup.
@@ -449,13 +449,13 @@ def _build_slots(plan: _Plan, r: int, rng: random.Random | None) -> list[_Slot] 
         return None
     if not _enough_capacity(plan, slots):
         return None
-    sym_key = plan.snapshot.symmetry_key
     for slot in slots:
         slot.subtrees = tuple(
             i for i, st in enumerate(plan.subtrees) if slot.group_pos in st)
+        if plan.subtrees:
+            slot.option_set = frozenset(slot.options)
         if rng is not None:
             rng.shuffle(slot.options)
-        slot.keys = [sym_key(p) for p in slot.options] if len(slot.options) > 1 else [None]
     return slots
 
 
@@ -504,54 +504,81 @@ def _search_anchor(plan: _Plan, r: int,
     request group in request order, the providers picked for it.
     """
     if not plan.root_ok(r):
-        return
+        return iter(())
     slots = _build_slots(plan, r, rng)
     if slots is None:
-        return
-    snap = plan.snapshot
-    inventory, used, uuids = snap.inventory, snap.used, snap.uuids
-    root = snap.root
-    nslots = len(slots)
-    ngroups = len(plan.groups)
-    isolate = plan.isolate
-    nested_aware = plan.nested_aware
-    u = plan.unsuffixed
-    upos = plan.groups.index(u) if u is not None else -1
-    subtrees = plan.subtrees
+        return iter(())
+    return _AnchorSearch(plan, slots).walk(0)
 
-    # Slots still to come, per position and same_subtree constraint.
-    remaining = [
-        {sid: [t for t in slots[k + 1:] if t.group_pos in subtrees[sid]]
-         for sid in slots[k].subtrees}
-        for k in range(nslots)
-    ]
 
-    usage: dict[tuple[int, str], int] = {}
-    chosen: list[list[int]] = [[] for _ in range(ngroups)]
-    touched: dict[int, int] = {}
-    isolated: set[int] = set()
-    tree_holder: dict[int, list] = {}       # root -> [provider, count]
-    subtree_picks: list[list[int]] = [[] for _ in subtrees]
-    completions = [0]
+class _AnchorSearch:
+    """The backtracking state of one anchor's search.
 
-    def admissible(slot: _Slot, p: int, k: int) -> bool:
-        if isolate and slot.suffixed and p in isolated:
+    Breadth-first keeps one of these suspended per anchor it has opened, so
+    the state lives in one slotted object (rather than closures and their
+    cells) and what a request does not need is never allocated: fewer
+    objects for the garbage collector to walk over and over.
+    """
+
+    __slots__ = (
+        "chosen",
+        "completions",
+        "isolated",
+        "keys",
+        "plan",
+        "remaining",
+        "slots",
+        "snap",
+        "subtree_picks",
+        "touched",
+        "tree_holder",
+        "usage",
+    )
+
+    def __init__(self, plan: _Plan, slots: list[_Slot]) -> None:
+        self.plan = plan
+        self.snap = plan.snapshot
+        self.slots = slots
+        self.usage: dict[tuple[int, str], int] = {}
+        self.chosen: list[list[int]] = [[] for _ in plan.groups]
+        self.touched: dict[int, int] = {}
+        self.completions = 0
+        self.keys: dict[int, object] | None = None
+        self.isolated: set[int] | None = set() if plan.isolate else None
+        # root -> [provider, count], to allow one provider per tree before 1.29.
+        self.tree_holder: dict[int, list] | None = (
+            None if plan.nested_aware else {})
+        subtrees = plan.subtrees
+        self.subtree_picks: list[list[int]] = [[] for _ in subtrees]
+        # Slots still to come, per position and same_subtree constraint.
+        self.remaining: list[dict[int, list[_Slot]]] | None = None
+        if subtrees:
+            self.remaining = [
+                {sid: [t for t in slots[k + 1:] if t.group_pos in subtrees[sid]]
+                 for sid in slots[k].subtrees}
+                for k in range(len(slots))
+            ]
+
+    def admissible(self, slot: _Slot, p: int, k: int) -> bool:
+        if self.isolated is not None and slot.suffixed and p in self.isolated:
             return False
+        snap = self.snap
         if slot.amounts:
+            usage = self.usage
             for rc, amount in slot.amounts:
                 already = usage.get((p, rc), 0)
                 if already:
-                    lim = inventory[p][rc]
+                    lim = snap.inventory[p][rc]
                     total = already + amount
-                    if (used.get(uuids[p], _NO_USAGE).get(rc, 0) + total > lim[CAPACITY]
-                            or total > lim[MAX_UNIT]):
+                    used = snap.used.get(snap.uuids[p], _NO_USAGE).get(rc, 0)
+                    if used + total > lim[CAPACITY] or total > lim[MAX_UNIT]:
                         return False
-            if not nested_aware:
-                held = tree_holder.get(root[p])
+            if self.tree_holder is not None:
+                held = self.tree_holder.get(snap.root[p])
                 if held is not None and held[0] != p:
                     return False
         for sid in slot.subtrees:
-            picks = set(subtree_picks[sid])
+            picks = set(self.subtree_picks[sid])
             picks.add(p)
             top = _lca(snap, picks)
             if top is None:
@@ -565,11 +592,12 @@ def _search_anchor(plan: _Plan, r: int,
                 node = snap.parent[node]
             if not any(
                     any(a in later.option_set for a in chain)
-                    for later in remaining[k][sid]):
+                    for later in self.remaining[k][sid]):
                 return False
         return True
 
-    def place(slot: _Slot, p: int, sign: int) -> None:
+    def place(self, slot: _Slot, p: int, sign: int) -> None:
+        usage = self.usage
         for rc, amount in slot.amounts:
             key = (p, rc)
             total = usage.get(key, 0) + sign * amount
@@ -577,57 +605,76 @@ def _search_anchor(plan: _Plan, r: int,
                 usage[key] = total
             else:
                 del usage[key]
+        touched = self.touched
         touched[p] = touched.get(p, 0) + sign
         if sign > 0:
-            chosen[slot.group_pos].append(p)
+            self.chosen[slot.group_pos].append(p)
             for sid in slot.subtrees:
-                subtree_picks[sid].append(p)
+                self.subtree_picks[sid].append(p)
         else:
-            chosen[slot.group_pos].pop()
+            self.chosen[slot.group_pos].pop()
             for sid in slot.subtrees:
-                subtree_picks[sid].pop()
-        if isolate and slot.suffixed:
+                self.subtree_picks[sid].pop()
+        if self.isolated is not None and slot.suffixed:
             if sign > 0:
-                isolated.add(p)
+                self.isolated.add(p)
             else:
-                isolated.discard(p)
-        if slot.amounts and not nested_aware:
-            held = tree_holder.get(root[p])
+                self.isolated.discard(p)
+        if slot.amounts and self.tree_holder is not None:
+            r = self.snap.root[p]
+            held = self.tree_holder.get(r)
             if held is None:
-                tree_holder[root[p]] = [p, 1]
+                self.tree_holder[r] = [p, 1]
             else:
                 held[1] += sign
                 if not held[1]:
-                    del tree_holder[root[p]]
+                    del self.tree_holder[r]
 
-    def unsuffixed_traits_ok() -> bool:
+    def unsuffixed_traits_ok(self) -> bool:
+        plan = self.plan
         traits: set[str] = set()
-        for p in chosen[upos]:
-            traits |= snap.traits[p]
-        return all(not any_of.isdisjoint(traits) for any_of in u.required)
+        for p in self.chosen[plan.groups.index(plan.unsuffixed)]:
+            traits |= self.snap.traits[p]
+        return all(not any_of.isdisjoint(traits) for any_of in plan.unsuffixed.required)
 
-    def walk(k: int) -> Iterator[tuple[dict, list]]:
-        if k == nslots:
-            completions[0] += 1
-            yield dict(usage), [list(c) for c in chosen]
+    def symmetry_key(self, p: int) -> object:
+        # Only needed once a dead end shows up, so computed on demand.  A
+        # provider already holding part of this candidate is not
+        # interchangeable with its twins: it gets no key.
+        if self.touched.get(p):
+            return None
+        if self.keys is None:
+            self.keys = {}
+        key = self.keys.get(p, _UNSET)
+        if key is _UNSET:
+            key = self.keys[p] = self.snap.symmetry_key(p)
+        return key
+
+    def walk(self, k: int) -> Iterator[tuple[dict, list]]:
+        if k == len(self.slots):
+            self.completions += 1
+            yield dict(self.usage), [list(c) for c in self.chosen]
             return
-        slot = slots[k]
-        dead: set = set()
-        for p, key in zip(slot.options, slot.keys, strict=True):
-            if key is not None and touched.get(p):
-                key = None
-            if key is not None and key in dead:
-                continue
-            if not admissible(slot, p, k):
+        slot = self.slots[k]
+        dead: set | None = None
+        for p in slot.options:
+            if dead:
+                key = self.symmetry_key(p)
+                if key is not None and key in dead:
+                    continue
+            if not self.admissible(slot, p, k):
+                key = self.symmetry_key(p)
                 if key is not None:
+                    dead = dead or set()
                     dead.add(key)
                 continue
-            place(slot, p, 1)
-            before = completions[0]
-            if not slot.closes_unsuffixed or unsuffixed_traits_ok():
-                yield from walk(k + 1)
-            place(slot, p, -1)
-            if key is not None and completions[0] == before:
-                dead.add(key)
-
-    yield from walk(0)
+            self.place(slot, p, 1)
+            before = self.completions
+            if not slot.closes_unsuffixed or self.unsuffixed_traits_ok():
+                yield from self.walk(k + 1)
+            self.place(slot, p, -1)
+            if self.completions == before:
+                key = self.symmetry_key(p)
+                if key is not None:
+                    dead = dead or set()
+                    dead.add(key)
