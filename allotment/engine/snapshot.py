@@ -20,11 +20,13 @@ with every allocation, so the two are kept apart:
 What a renderer needs about a provider is cheap to read (``uuid`` is the
 provider's UUID; unknown UUIDs raise ``KeyError`` except in :meth:`get`):
 
-* :meth:`Snapshot.get` -- a full :class:`ProviderRecord` (``root_uuid``
-  always filled in) whose inventories carry this snapshot's usage.
-* :meth:`Snapshot.resources_of` -- ``{resource class: (capacity, used)}``.
+* :meth:`Snapshot.resources_of` -- ``{resource class: (capacity, used)}``,
+  capacity being ``int((total - reserved) * allocation_ratio)``.
 * :meth:`Snapshot.usage_of`, :meth:`Snapshot.traits_of`,
   :meth:`Snapshot.parent_uuid_of`, :meth:`Snapshot.root_uuid`.
+* :meth:`Snapshot.get` -- a full :class:`ProviderRecord` (``root_uuid``
+  always filled in) whose inventories carry this snapshot's usage; built
+  afresh on every call, so prefer the accessors above in loops.
 
 Providers are addressed internally by their position in ``Snapshot.uuids``
 (sorted by UUID), which keeps the search's inner loops on small integers and
@@ -35,8 +37,9 @@ identical trait sets, aggregate sets and inventories stored once.  Such
 containers drop out of the garbage collector's view, so a snapshot of a
 hundred thousand providers does not turn every full collection (and thus the
 latency of unrelated requests) into a walk over a million objects.  Indexes
-that only some requests need (children, aggregate members, per-tree resource
-classes) are built on first use and shared by every overlay.
+that only some requests need (tree members, children, aggregate members,
+providers per resource class) are built on first use and shared by every
+overlay.  Building is fastest when records come ordered by UUID.
 """
 
 from __future__ import annotations
