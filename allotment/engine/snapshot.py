@@ -39,7 +39,7 @@ hundred thousand providers does not turn every full collection (and thus the
 latency of unrelated requests) into a walk over a million objects.  Indexes
 that only some requests need (tree members, children, aggregate members,
 providers per resource class) are built on first use and shared by every
-overlay.  Building is fastest when records come ordered by UUID.
+overlay.
 """
 
 from __future__ import annotations
