@@ -70,6 +70,9 @@ class _Static:
     # class -> [(provider uuid, inventory without usage)]
     by_class: Mapping[str, list[tuple[str, Inventory]]]
     agg_members: Mapping[str, frozenset[str]]
+    # Trait name -> id: summaries list traits in id order as Placement does
+    # (standard traits first, then custom ones in creation order).
+    trait_rank: Mapping[str, int]
 
 
 class _Cache:
@@ -115,7 +118,8 @@ def _build_static(conn, version: int) -> _Static:
         root_traits=tuple(frozenset(p["traits"]) for p in world.values()
                           if p["parent_uuid"] is None),
         by_class=by_class,
-        agg_members={a: frozenset(m) for a, m in agg_members.items()})
+        agg_members={a: frozenset(m) for a, m in agg_members.items()},
+        trait_rank=store.trait_ids(conn))
 
 
 def _static(db: Database, conn, version: int) -> _Static:
@@ -256,13 +260,14 @@ def find(
         randomize=randomize, rng=rng))
     uuids = search.provider_summary_uuids(
         snap, candidates, nested_aware=request.nested_aware)
-    return CandidatesResult(candidates, [_summary(snap, u) for u in uuids])
+    return CandidatesResult(candidates, [_summary(snap, u, static.trait_rank) for u in uuids])
 
 
-def _summary(snap: Snapshot, uuid: str) -> ProviderSummary:
+def _summary(snap: Snapshot, uuid: str, trait_rank: Mapping[str, int]) -> ProviderSummary:
     return ProviderSummary(
         uuid=uuid,
         parent_uuid=snap.parent_uuid_of(uuid),
         root_uuid=snap.root_uuid(uuid),
-        traits=tuple(sorted(snap.traits_of(uuid))),
+        traits=tuple(sorted(snap.traits_of(uuid),
+                            key=lambda name: (trait_rank.get(name, 1 << 62), name))),
         resources=dict(sorted(snap.resources_of(uuid).items())))

@@ -150,6 +150,11 @@ def class_names(conn: Connection) -> dict[int, str]:
     return dict(conn.execute(sa.select(resource_classes.c.id, resource_classes.c.name)).all())
 
 
+def trait_ids(conn: Connection) -> dict[str, int]:
+    """Every trait name with its id."""
+    return dict(conn.execute(sa.select(traits.c.name, traits.c.id)).all())
+
+
 def existing_names(conn: Connection, class_names: Iterable[str],
                    trait_names: Iterable[str]) -> tuple[set[str], set[str]]:
     """Which of the named resource classes and traits exist."""

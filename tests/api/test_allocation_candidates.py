@@ -79,7 +79,24 @@ def test_summary_traits_from_1_17(api):
     cn = w.uuids["cn"]
     assert "traits" not in w.get("resources=VCPU:1", "1.16").json["provider_summaries"][cn]
     summary = w.get("resources=VCPU:1", "1.17").json["provider_summaries"][cn]
-    assert summary["traits"] == ["COMPUTE_NODE", "HW_CPU_X86_AVX2"]
+    assert sorted(summary["traits"]) == ["COMPUTE_NODE", "HW_CPU_X86_AVX2"]
+
+
+def test_summary_traits_in_placement_order(api):
+    """Standard traits first, then custom ones as they were created."""
+    w = World(api)
+    w.add("cn", inv={VCPU: 8}, traits=["CUSTOM_ZETA", "CUSTOM_ALPHA", "HW_NUMA_ROOT",
+                                       "COMPUTE_NODE"])
+    traits = w.get("resources=VCPU:1").json["provider_summaries"][w.uuids["cn"]]["traits"]
+    assert traits[:2] == sorted(traits[:2], key=_standard_rank)
+    assert set(traits[:2]) == {"HW_NUMA_ROOT", "COMPUTE_NODE"}
+    assert traits[2:] == [w.trait("CUSTOM_ZETA"), w.trait("CUSTOM_ALPHA")]
+
+
+def _standard_rank(name: str) -> int:
+    import os_traits
+
+    return os_traits.get_traits().index(name)
 
 
 def test_summary_lists_every_class_from_1_27(api):
