@@ -10,7 +10,7 @@ import falcon
 import jsonschema
 
 from allotment import errors
-from allotment.api import body, query, rendering
+from allotment.api import body, filters, query, rendering
 from allotment.api.resource import Resource, authorize, version
 from allotment.service import resource_providers as service
 
@@ -73,10 +73,6 @@ def stamp(row):
 
 # -- query parsing ---------------------------------------------------------
 
-def _is_uuid_like(value: str) -> bool:
-    return body.FORMAT_CHECKER.conforms(value, "uuid")
-
-
 def _bad_query(exc: jsonschema.ValidationError) -> errors.BadRequest:
     return errors.BadRequest(f"Invalid query string parameters: {exc}")
 
@@ -93,117 +89,19 @@ def _validate_query(params: dict[str, str], allowed: list[str], uuid_keys: set[s
         raise _bad_query(exc) from None
 
 
-def parse_member_of(values: list[str], ver: tuple[int, int],
-                    suffix: str = "") -> tuple[list[set[str]], set[str]]:
-    """member_of values -> (list of any-of sets required, set forbidden)."""
-    if ver < (1, 24) and len(values) > 1:
-        raise errors.BadRequest(
-            f"Multiple member_of{suffix} parameters are not supported")
-    required: list[set[str]] = []
-    forbidden: set[str] = set()
-    for value in values:
-        if "," in value and not (value.startswith("in:") or value.startswith("!in:")):
-            raise errors.BadRequest(
-                "Multiple values for 'member_of' must be prefixed with the 'in:' or "
-                f"'!in:' keyword using the valid microversion. Got: {value}")
-        wanted: set[str] = set()
-        unwanted: set[str] = set()
-        if value.startswith("!in:"):
-            unwanted = set(value[4:].split(","))
-        elif value.startswith("!"):
-            unwanted = {value[1:]}
-        elif value.startswith("in:"):
-            wanted = set(value[3:].split(","))
-        else:
-            wanted = {value}
-        for agg in sorted(wanted | unwanted):
-            if not _is_uuid_like(agg):
-                raise errors.BadRequest(
-                    "Invalid query string parameters: Expected 'member_of' parameter "
-                    f"to contain valid UUID(s). Got: {agg}")
-        if wanted:
-            required.append(wanted)
-        if unwanted:
-            if ver < (1, 32):
-                raise errors.BadRequest(
-                    f"Forbidden member_of{suffix} parameters are not supported in the "
-                    "specified microversion")
-            forbidden |= unwanted
-    return required, forbidden
-
-
-def parse_required(values: list[str], ver: tuple[int, int]) -> tuple[list[set[str]], set[str]]:
+def parse_required(values: list[str], ver: tuple[int, int]
+                   ) -> tuple[list[frozenset[str]], set[str]]:
     """required values -> (list of any-of trait sets, set of forbidden traits)."""
-    allow_forbidden = ver >= (1, 22)
-    allow_any = ver >= (1, 39)
-    if not allow_any:
+    if ver < (1, 39):
         values = values[-1:]  # repeats only count from 1.39
-    required: list[set[str]] = []
+    required: list[frozenset[str]] = []
     forbidden: set[str] = set()
     for value in values:
-        if value.startswith("in:"):
-            if not allow_any:
-                raise errors.BadRequest(
-                    "Invalid query string parameters: The format "
-                    "'in:HW_CPU_X86_VMX,CUSTOM_MAGIC' only supported since "
-                    f"microversion 1.39. Got: {value}")
-            any_of = {t.strip() for t in value[3:].split(",")}
-            if not all(any_of):
-                raise errors.BadRequest(
-                    "Invalid query string parameters: Expected 'required' parameter "
-                    "value of the form: in:HW_CPU_X86_VMX,CUSTOM_MAGIC. Got an empty "
-                    f"trait in: {value}")
-            if any(t.startswith("!") for t in any_of):
-                raise errors.BadRequest(
-                    "Invalid query string parameters: The format "
-                    "'in:HW_CPU_X86_VMX,CUSTOM_MAGIC' does not support forbidden "
-                    f"traits. Got: {value}")
-            required.append(any_of)
-            continue
-        names = [t.strip() for t in value.split(",")]
-        # Leading '!'s are all stripped, as upstream does ("!!A" forbids A).
-        unwanted = {t.lstrip("!") for t in names if t.startswith("!")}
-        if not all(names) or not all(unwanted):
-            form = ("HW_CPU_X86_VMX,!CUSTOM_MAGIC" if allow_forbidden
-                    else "HW_CPU_X86_VMX,CUSTOM_MAGIC")
-            raise errors.BadRequest(
-                "Invalid query string parameters: Expected 'required' parameter "
-                f"value of the form: {form}. Got an empty trait in: {value}")
-        if unwanted and not allow_forbidden:
-            raise errors.BadRequest(
-                "Invalid query string parameters: Expected 'required' parameter "
-                f"value of the form: HW_CPU_X86_VMX,CUSTOM_MAGIC. Got: {value}")
-        required.extend({t} for t in names if not t.startswith("!"))
+        wanted, unwanted = filters.parse_traits(
+            value, allow_forbidden=ver >= (1, 22), allow_any=ver >= (1, 39))
+        required.extend(wanted)
         forbidden |= unwanted
     return required, forbidden
-
-
-def parse_resources(value: str) -> dict[str, int]:
-    """'VCPU:2,MEMORY_MB:1024' -> {"VCPU": 2, "MEMORY_MB": 1024}."""
-    if value.strip() == "":
-        raise errors.BadRequest(
-            "Badly formed resources parameter. Expected resources query string "
-            "parameter in form: ?resources=VCPU:2,MEMORY_MB:1024. Got: empty string.")
-    result: dict[str, int] = {}
-    for item in value.split(","):
-        try:
-            name, amount_text = item.split(":")
-        except ValueError:
-            raise errors.BadRequest(
-                "Badly formed resources parameter. Expected resources query string "
-                "parameter in form: ?resources=VCPU:2,MEMORY_MB:1024. "
-                f"Got: {item}.") from None
-        try:
-            amount = int(amount_text)
-        except ValueError:
-            raise errors.BadRequest(
-                f"Requested resource {name} expected positive integer amount. "
-                f"Got: {amount_text}.") from None
-        if amount < 1:
-            raise errors.BadRequest(
-                f"Requested resource {name} requires amount >= 1. Got: {amount}.")
-        result[name] = amount
-    return result
 
 
 def list_filters(req: falcon.Request) -> service.ProviderFilters:
@@ -217,21 +115,21 @@ def list_filters(req: falcon.Request) -> service.ProviderFilters:
     last = dict(pairs)
     uuid_keys = {"uuid", "in_tree"}
     _validate_query(last, allowed, uuid_keys)
-    filters = service.ProviderFilters()
+    wanted = service.ProviderFilters()
     if "member_of" in last:
-        filters.member_of, filters.forbidden_aggregates = parse_member_of(
-            [v for k, v in pairs if k == "member_of"], ver)
+        wanted.member_of, wanted.forbidden_aggregates = filters.parse_member_of(
+            [v for k, v in pairs if k == "member_of"], "", ver)
     if "required" in last:
-        filters.required_traits, filters.forbidden_traits = parse_required(
+        wanted.required_traits, wanted.forbidden_traits = parse_required(
             [v for k, v in pairs if k == "required"], ver)
     # Empty name/uuid values filter nothing, as upstream's truthiness test.
-    filters.name = last.get("name") or None
-    filters.uuid = last.get("uuid") or None
+    wanted.name = last.get("name") or None
+    wanted.uuid = last.get("uuid") or None
     if "in_tree" in last:
-        filters.in_tree = last["in_tree"]
+        wanted.in_tree = last["in_tree"]
     if "resources" in last:
-        filters.resources = parse_resources(last["resources"])
-    return filters
+        wanted.resources = filters.parse_resources(last["resources"])
+    return wanted
 
 
 # -- resources -------------------------------------------------------------

@@ -171,9 +171,9 @@ class ProviderFilters:
     name: str | None = None
     uuid: str | None = None
     in_tree: str | None = None
-    member_of: list[set[str]] = field(default_factory=list)
+    member_of: list[frozenset[str]] = field(default_factory=list)
     forbidden_aggregates: set[str] = field(default_factory=set)
-    required_traits: list[set[str]] = field(default_factory=list)
+    required_traits: list[frozenset[str]] = field(default_factory=list)
     forbidden_traits: set[str] = field(default_factory=set)
     resources: dict[str, int] = field(default_factory=dict)
 
