@@ -94,12 +94,19 @@ def _cache_of(db: Database) -> _Cache:
 
 
 def _build_static(conn, version: int) -> _Static:
-    world = store.load(conn, None, with_usage=False)
+    world = store.load(conn)
     records = []
     by_class: dict[str, list[tuple[str, Inventory]]] = {}
     agg_members: dict[str, set[str]] = {}
+    # Most hosts of a cloud have identical inventories: one object each.
+    interned: dict[tuple, Inventory] = {}
     for p in world.values():
-        inventories = {rc: Inventory(**inv) for rc, inv in p["inventories"].items()}
+        inventories = {}
+        for rc, fields in p["inventories"].items():
+            inventory = interned.get(fields)
+            if inventory is None:
+                inventory = interned[fields] = Inventory(*fields)
+            inventories[rc] = inventory
         for rc, inv in inventories.items():
             by_class.setdefault(rc, []).append((p["uuid"], inv))
         for agg in p["aggregates"]:

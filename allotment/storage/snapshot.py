@@ -1,10 +1,9 @@
-"""Load the provider world the candidate engine searches, in five queries.
+"""Load the provider world the candidate engine searches, in a few queries.
 
-The result is plain data (dicts keyed by provider id); the service turns it
-into the engine's snapshot.  Only trees that could take part are loaded:
-trees with inventory of a requested class, and trees holding sharing
-providers.  Whole trees are loaded because provider summaries, same_subtree
-and root_required all need the providers around the ones that allocate.
+:func:`load` reads the static picture (providers, trees, inventories,
+traits, aggregates) that the service caches per topology version;
+:func:`usage` reads what is allocated, on every request.  The result is
+plain data; the service turns it into the engine's snapshot.
 """
 
 from __future__ import annotations
@@ -25,105 +24,59 @@ from allotment.storage.tables import (
     traits,
 )
 
-SHARES_TRAIT = "MISC_SHARES_VIA_AGGREGATE"
+# Positions of an inventory's fields in the tuples :func:`load` returns.
+INVENTORY_FIELDS = ("total", "reserved", "min_unit", "max_unit", "step_size",
+                    "allocation_ratio")
 
 
-def _relevant_roots(class_ids: Iterable[int]) -> sa.Select:
-    rp = resource_providers
-    with_inventory = (
-        sa.select(rp.c.root_provider_id)
-        .join(inventories, inventories.c.resource_provider_id == rp.c.id)
-        .where(inventories.c.resource_class_id.in_(sorted(set(class_ids))))
-    )
-    sharing = (
-        sa.select(rp.c.root_provider_id)
-        .join(resource_provider_traits,
-              resource_provider_traits.c.resource_provider_id == rp.c.id)
-        .join(traits, traits.c.id == resource_provider_traits.c.trait_id)
-        .where(traits.c.name == SHARES_TRAIT)
-    )
-    return sa.union(with_inventory, sharing)
+def load(conn: Connection) -> dict[int, dict]:
+    """Every provider with its inventories, traits and aggregates.
 
-
-def load(conn: Connection, class_ids: Iterable[int] | None = None, *,
-         with_usage: bool = True) -> dict[int, dict]:
-    """Providers with their inventories (and usage), traits and aggregates.
-
-    ``class_ids`` None loads every provider.  ``with_usage`` False leaves
-    every ``used`` at 0 (for a cached static picture; see :func:`usage`).
-    Returns
-    ``{provider_id: {"uuid", "name", "generation", "parent_uuid",
-    "root_uuid", "inventories": {rc: {..., "used"}}, "traits": set,
-    "aggregates": set}}``.
+    Returns ``{provider_id: {"uuid", "name", "generation", "parent_uuid",
+    "root_uuid", "inventories": {rc: (total, reserved, min_unit, max_unit,
+    step_size, allocation_ratio)}, "traits": set, "aggregates": set}}``.
+    Rows are unpacked positionally: at 100,000 rows and more, attribute
+    access on result rows is a measurable share of a cache rebuild.
     """
     rp = resource_providers
     parent = rp.alias("parent")
     root = rp.alias("root")
-    query = (
+    rows = conn.execute(
         sa.select(rp.c.id, rp.c.uuid, rp.c.name, rp.c.generation,
-                  parent.c.uuid.label("parent_uuid"), root.c.uuid.label("root_uuid"))
+                  parent.c.uuid, root.c.uuid)
         .select_from(rp)
         .outerjoin(parent, parent.c.id == rp.c.parent_provider_id)
-        .outerjoin(root, root.c.id == rp.c.root_provider_id)
-    )
-    if class_ids is not None:
-        roots = _relevant_roots(class_ids).subquery()
-        query = query.where(rp.c.root_provider_id.in_(sa.select(roots.c.root_provider_id)))
-    world: dict[int, dict] = {}
-    for row in conn.execute(query):
-        world[row.id] = {
-            "uuid": row.uuid, "name": row.name, "generation": row.generation,
-            "parent_uuid": row.parent_uuid, "root_uuid": row.root_uuid,
-            "inventories": {}, "traits": set(), "aggregates": set(),
-        }
+        .outerjoin(root, root.c.id == rp.c.root_provider_id)).tuples()
+    world: dict[int, dict] = {
+        pid: {"uuid": uuid, "name": name, "generation": generation,
+              "parent_uuid": parent_uuid, "root_uuid": root_uuid,
+              "inventories": {}, "traits": set(), "aggregates": set()}
+        for pid, uuid, name, generation, parent_uuid, root_uuid in rows}
     if not world:
         return world
 
-    # The remaining queries filter on the same tree condition in SQL rather
-    # than shipping a list of ids back to the server.
-    in_world = rp.c.id.in_(query.with_only_columns(rp.c.id))
+    inv = inventories
+    rows = conn.execute(
+        sa.select(inv.c.resource_provider_id, resource_classes.c.name,
+                  *(inv.c[f] for f in INVENTORY_FIELDS))
+        .join(resource_classes, resource_classes.c.id == inv.c.resource_class_id)).tuples()
+    for pid, rc, *fields in rows:
+        world[pid]["inventories"][rc] = tuple(fields)
 
-    inv_rows = conn.execute(
-        sa.select(inventories, resource_classes.c.name.label("rc"))
-        .join(resource_classes, resource_classes.c.id == inventories.c.resource_class_id)
-        .join(rp, rp.c.id == inventories.c.resource_provider_id)
-        .where(in_world))
-    for row in inv_rows:
-        world[row.resource_provider_id]["inventories"][row.rc] = {
-            "total": row.total, "reserved": row.reserved, "min_unit": row.min_unit,
-            "max_unit": row.max_unit, "step_size": row.step_size,
-            "allocation_ratio": row.allocation_ratio, "used": 0,
-        }
-
-    usage_rows = () if not with_usage else conn.execute(
-        sa.select(allocations.c.resource_provider_id, resource_classes.c.name,
-                  sa.func.sum(allocations.c.used).label("used"))
-        .join(resource_classes, resource_classes.c.id == allocations.c.resource_class_id)
-        .join(rp, rp.c.id == allocations.c.resource_provider_id)
-        .where(in_world)
-        .group_by(allocations.c.resource_provider_id, resource_classes.c.name))
-    for provider_id, rc, used in usage_rows:
-        inv = world[provider_id]["inventories"].get(rc)
-        if inv is not None:
-            inv["used"] = int(used)
-
-    trait_rows = conn.execute(
+    rows = conn.execute(
         sa.select(resource_provider_traits.c.resource_provider_id, traits.c.name)
-        .join(traits, traits.c.id == resource_provider_traits.c.trait_id)
-        .join(rp, rp.c.id == resource_provider_traits.c.resource_provider_id)
-        .where(in_world))
-    for provider_id, name in trait_rows:
-        world[provider_id]["traits"].add(name)
+        .join(traits, traits.c.id == resource_provider_traits.c.trait_id)).tuples()
+    for pid, name in rows:
+        world[pid]["traits"].add(name)
 
-    agg_rows = conn.execute(
+    rows = conn.execute(
         sa.select(resource_provider_aggregates.c.resource_provider_id,
                   placement_aggregates.c.uuid)
         .join(placement_aggregates,
               placement_aggregates.c.id == resource_provider_aggregates.c.aggregate_id)
-        .join(rp, rp.c.id == resource_provider_aggregates.c.resource_provider_id)
-        .where(in_world))
-    for provider_id, agg in agg_rows:
-        world[provider_id]["aggregates"].add(agg)
+    ).tuples()
+    for pid, agg in rows:
+        world[pid]["aggregates"].add(agg)
     return world
 
 
