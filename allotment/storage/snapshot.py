@@ -46,7 +46,7 @@ def load(conn: Connection) -> dict[int, dict]:
                   parent.c.uuid, root.c.uuid)
         .select_from(rp)
         .outerjoin(parent, parent.c.id == rp.c.parent_provider_id)
-        .outerjoin(root, root.c.id == rp.c.root_provider_id)).tuples()
+        .outerjoin(root, root.c.id == rp.c.root_provider_id))
     world: dict[int, dict] = {
         pid: {"uuid": uuid, "name": name, "generation": generation,
               "parent_uuid": parent_uuid, "root_uuid": root_uuid,
@@ -59,13 +59,13 @@ def load(conn: Connection) -> dict[int, dict]:
     rows = conn.execute(
         sa.select(inv.c.resource_provider_id, resource_classes.c.name,
                   *(inv.c[f] for f in INVENTORY_FIELDS))
-        .join(resource_classes, resource_classes.c.id == inv.c.resource_class_id)).tuples()
+        .join(resource_classes, resource_classes.c.id == inv.c.resource_class_id))
     for pid, rc, *fields in rows:
         world[pid]["inventories"][rc] = tuple(fields)
 
     rows = conn.execute(
         sa.select(resource_provider_traits.c.resource_provider_id, traits.c.name)
-        .join(traits, traits.c.id == resource_provider_traits.c.trait_id)).tuples()
+        .join(traits, traits.c.id == resource_provider_traits.c.trait_id))
     for pid, name in rows:
         world[pid]["traits"].add(name)
 
@@ -74,7 +74,7 @@ def load(conn: Connection) -> dict[int, dict]:
                   placement_aggregates.c.uuid)
         .join(placement_aggregates,
               placement_aggregates.c.id == resource_provider_aggregates.c.aggregate_id)
-    ).tuples()
+    )
     for pid, agg in rows:
         world[pid]["aggregates"].add(agg)
     return world
