@@ -40,13 +40,7 @@ def create_class(db: Database, name: str) -> Row:
 def ensure_class(db: Database, name: str) -> tuple[Row, bool]:
     """Create the class unless it exists; tells whether it was created."""
     with db.write() as conn:
-        existing = store.get(conn, name)
-        if existing is not None:
-            return existing, False
-        row = store.create(conn, name)
-        if row is None:  # someone created it a moment ago
-            return store.get(conn, name), False
-        return row, True
+        return store.ensure(conn, name)
 
 
 def rename_class(db: Database, name: str, new_name: str) -> Row:

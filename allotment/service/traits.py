@@ -22,13 +22,7 @@ def get_trait(db: Database, name: str) -> Row:
 
 def ensure_trait(db: Database, name: str) -> tuple[Row, bool]:
     with db.write() as conn:
-        existing = store.get(conn, name)
-        if existing is not None:
-            return existing, False
-        row = store.create(conn, name)
-        if row is None:
-            return store.get(conn, name), False
-        return row, True
+        return store.ensure(conn, name)
 
 
 def delete_trait(db: Database, name: str) -> None:

@@ -44,6 +44,21 @@ def insert(conn: Connection, table: sa.Table, name: str) -> Row | None:
     return get(conn, table, name)
 
 
+def ensure(conn: Connection, table: sa.Table, name: str) -> tuple[Row, bool]:
+    """The row named ``name``, created if missing; tells whether it was created.
+
+    A concurrent creator winning the race is not an error: its row is
+    returned as already existing.
+    """
+    existing = get(conn, table, name)
+    if existing is not None:
+        return existing, False
+    row = insert(conn, table, name)
+    if row is None:
+        return get(conn, table, name), False
+    return row, True
+
+
 def rename(conn: Connection, table: sa.Table, old: str, new: str) -> bool:
     """Rename; False when ``new`` is taken."""
     try:

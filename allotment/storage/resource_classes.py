@@ -24,6 +24,10 @@ def ids_for(conn: Connection, wanted) -> dict[str, int]:
     return names.ids_for(conn, TABLE, wanted)
 
 
+def ensure(conn: Connection, name: str) -> tuple[Row, bool]:
+    return names.ensure(conn, TABLE, name)
+
+
 def create(conn: Connection, name: str) -> Row | None:
     return names.insert(conn, TABLE, name)
 
