@@ -7,9 +7,9 @@ from collections.abc import Iterable
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from allotment.storage import links
 from allotment.storage.db import utcnow
 from allotment.storage.tables import placement_aggregates, resource_provider_aggregates
-from allotment.storage.topology import bump_topology
 
 AGG = placement_aggregates
 LINK = resource_provider_aggregates
@@ -23,16 +23,7 @@ def for_provider(conn: Connection, provider_id: int) -> list[str]:
 
 
 def for_providers(conn: Connection, provider_ids: Iterable[int]) -> dict[int, set[str]]:
-    ids = sorted(set(provider_ids))
-    if not ids:
-        return {}
-    result: dict[int, set[str]] = {}
-    for provider_id, agg in conn.execute(
-            sa.select(LINK.c.resource_provider_id, AGG.c.uuid)
-            .join(AGG, LINK.c.aggregate_id == AGG.c.id)
-            .where(LINK.c.resource_provider_id.in_(ids))):
-        result.setdefault(provider_id, set()).add(agg)
-    return result
+    return links.names_by_provider(conn, LINK, "aggregate_id", AGG.c.uuid, provider_ids)
 
 
 def ensure(conn: Connection, uuids: Iterable[str]) -> dict[str, int]:
@@ -61,19 +52,4 @@ def ensure(conn: Connection, uuids: Iterable[str]) -> dict[str, int]:
 
 def replace(conn: Connection, provider_id: int, uuids: Iterable[str]) -> None:
     """Make ``uuids`` the provider's exact set of aggregates."""
-    wanted = ensure(conn, uuids)
-    current = dict(conn.execute(
-        sa.select(AGG.c.uuid, AGG.c.id).join(LINK, LINK.c.aggregate_id == AGG.c.id)
-        .where(LINK.c.resource_provider_id == provider_id)).all())
-    gone = [agg_id for agg, agg_id in current.items() if agg not in wanted]
-    if gone:
-        conn.execute(sa.delete(LINK).where(LINK.c.resource_provider_id == provider_id,
-                                           LINK.c.aggregate_id.in_(gone)))
-    added = [agg_id for agg, agg_id in wanted.items() if agg not in current]
-    if added:
-        now = utcnow()
-        conn.execute(sa.insert(LINK), [
-            {"resource_provider_id": provider_id, "aggregate_id": agg_id, "created_at": now}
-            for agg_id in added])
-    if gone or added:
-        bump_topology(conn)
+    links.replace(conn, LINK, "aggregate_id", provider_id, ensure(conn, uuids).values())
