@@ -351,3 +351,14 @@ def test_empty_inventory_has_no_last_modified_but_is_not_cached(api):
              json={"resource_class": "VCPU", "total": 4,
                    "resource_provider_generation": cleared.json["resource_provider_generation"]})
     assert "last-modified" in api.get(f"/resource_providers/{uuid}/inventories").headers
+
+
+@pytest.mark.parametrize("value", [None, 7, "VCPU", [], -9223372036854775808])
+@pytest.mark.parametrize("key", ["VCPU", "extra", "0f7a9c1e-6f43-4f54-9f1e-0d0d1f5c0d11"])
+def test_put_all_with_a_non_record_is_400(api, rp, key, value):
+    put_all(api, rp, {"DISK_GB": {"total": 10}})
+    before = api.get(inv_url(rp)).json
+    resp = put_all(api, rp, {"DISK_GB": {"total": 20}, key: value})
+    assert resp.status == 400
+    assert "JSON does not validate" in resp.error()["detail"]
+    assert api.get(inv_url(rp)).json == before
