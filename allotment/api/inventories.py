@@ -46,9 +46,9 @@ PUT_ALL_SCHEMA = {
             "patternProperties": {
                 _RC_PATTERN: {**RECORD_SCHEMA, "required": ["total"]},
             },
-            # Keys that are not class names are refused later as unknown
+            # Keys that cannot be class names are refused later as unknown
             # classes (as upstream does), but only once they are records.
-            "additionalProperties": {"type": "object"},
+            "additionalProperties": {**RECORD_SCHEMA, "required": ["total"]},
         },
     },
     "required": ["resource_provider_generation", "inventories"],

@@ -362,3 +362,17 @@ def test_put_all_with_a_non_record_is_400(api, rp, key, value):
     assert resp.status == 400
     assert "JSON does not validate" in resp.error()["detail"]
     assert api.get(inv_url(rp)).json == before
+
+
+@pytest.mark.parametrize("record", [{}, {"reserved": 1}])
+def test_put_all_with_an_incomplete_record_under_a_bad_name_is_400(api, rp, record):
+    resp = put_all(api, rp, {"DISK_GB": {"total": 20}, "not_a_class": record})
+    assert resp.status == 400
+    assert "'total' is a required property" in resp.error()["detail"]
+    assert api.get(inv_url(rp)).json["inventories"] == {}
+
+
+def test_put_all_with_a_record_under_a_bad_name_is_an_unknown_class(api, rp):
+    resp = put_all(api, rp, {"not_a_class": {"total": 1}})
+    assert resp.status == 400
+    assert "Unknown resource class in inventory" in resp.error()["detail"]

@@ -186,6 +186,17 @@ def test_unknown_resource_class(api, host):
     assert host.state() == before
 
 
+@pytest.mark.parametrize("record", [{}, {"reserved": 1}])
+def test_incomplete_record_under_a_name_no_class_can_have(api, host, record):
+    before = host.state()
+    data = host.move()
+    data["inventories"][host.gpu1]["inventories"]["not_a_class"] = record
+    resp = reshape(api, data)
+    assert resp.status == 400
+    assert "'total' is a required property" in resp.error()["detail"]
+    assert host.state() == before
+
+
 def test_final_state_is_checked_against_capacity(api, host):
     """The GPU children would hold 3 VGPU with room for 1 on the second."""
     before = host.state()
