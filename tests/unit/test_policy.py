@@ -60,7 +60,7 @@ UPSTREAM_RULES = {
     "placement:reshaper:reshape": "rule:service_api",
 }
 
-# Callers as the secure-RBAC gabbits describe them; all project scoped to
+# Callers as secure RBAC deployments define them; all project scoped to
 # PROJECT unless system scoped.
 PROJECT = "project-a"
 OTHER_PROJECT = "project-b"
