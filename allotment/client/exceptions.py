@@ -12,17 +12,19 @@ from __future__ import annotations
 import json
 from typing import Any
 
-# Placement's documented error codes.
-UNDEFINED_CODE = "placement.undefined_code"
-INVENTORY_INUSE = "placement.inventory.inuse"
-CONCURRENT_UPDATE = "placement.concurrent_update"
-DUPLICATE_NAME = "placement.duplicate_name"
-PROVIDER_IN_USE = "placement.resource_provider.inuse"
-PROVIDER_CANNOT_DELETE_PARENT = "placement.resource_provider.cannot_delete_parent"
-RESOURCE_PROVIDER_NOT_FOUND = "placement.resource_provider.not_found"
-QUERY_DUPLICATE_KEY = "placement.query.duplicate_key"
-QUERY_BAD_VALUE = "placement.query.bad_value"
-QUERY_MISSING_VALUE = "placement.query.missing_value"
+# Placement's documented error codes: the service's own vocabulary.
+from allotment.errors import (
+    CONCURRENT_UPDATE,
+    DUPLICATE_NAME,
+    INVENTORY_INUSE,
+    PROVIDER_CANNOT_DELETE_PARENT,
+    PROVIDER_IN_USE,
+    RESOURCE_PROVIDER_NOT_FOUND,
+)
+from allotment.errors import DEFAULT as UNDEFINED_CODE
+from allotment.errors import ILLEGAL_DUPLICATE_QUERYPARAM as QUERY_DUPLICATE_KEY
+from allotment.errors import QUERYPARAM_BAD_VALUE as QUERY_BAD_VALUE
+from allotment.errors import QUERYPARAM_MISSING_VALUE as QUERY_MISSING_VALUE
 
 
 class ClientError(Exception):
