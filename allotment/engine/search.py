@@ -120,7 +120,7 @@ def provider_summary_uuids(
     else:
         wanted = used
     uuids = snapshot.uuids
-    return [uuids[i] for i in sorted(wanted)]
+    return sorted(uuids[i] for i in wanted)
 
 
 def _fits(limits: tuple, used: int, amount: int) -> bool:
@@ -266,7 +266,9 @@ class _Plan:
                     if snap.is_sharing[s]:
                         here |= snap.anchors_of_sharing[s]
             allowed = here if allowed is None else allowed & here
-        anchors = list(snap.roots) if allowed is None else sorted(allowed)
+        # Roots are kept in UUID order; so is any subset of them.
+        anchors = (list(snap.roots) if allowed is None
+                   else sorted(allowed, key=snap.uuids.__getitem__))
         if rng is not None:
             rng.shuffle(anchors)
         return anchors
@@ -329,7 +331,9 @@ def _dedupe(plan: _Plan, found: Iterator[tuple[int, dict, list]]) -> Iterator[Ca
                 continue
             seen.add(key)
         allocations: dict[str, dict[str, int]] = {}
-        for (p, rc), amount in sorted(usage.items()):
+        # In UUID order: positions need not follow UUIDs (see engine.live).
+        for (p, rc), amount in sorted(usage.items(),
+                                      key=lambda item: (uuids[item[0][0]], item[0][1])):
             allocations.setdefault(uuids[p], {})[rc] = amount
         mappings = {
             g.suffix: sorted(uuids[p] for p in set(picks))

@@ -1,0 +1,391 @@
+"""A snapshot that changes in place, one tree at a time.
+
+:class:`Snapshot` is built once from every provider.  A service that keeps
+the provider world in memory cannot afford that on every change (a full
+build walks every provider of the cloud), so :class:`LiveSnapshot` offers
+the same read interface -- the search cannot tell the two apart -- plus two
+ways to change it:
+
+* :meth:`LiveSnapshot.replace_trees` swaps whole trees: everything under the
+  given roots is dropped and the given records (complete trees) take their
+  place.  The cost follows the size of the trees and of the aggregates they
+  are in, not the size of the world.
+* :meth:`LiveSnapshot.add_usage` moves usage by deltas.
+
+Positions are slots: a provider keeps its slot for as long as it exists, a
+new provider takes a free slot or a new one, and a deleted provider leaves
+a hole (no UUID, no inventory, in no tree) that a later provider may reuse.
+Positions are therefore not in UUID order; everything whose order shows in
+results (roots, tree members, the sharing providers of an anchor) is kept
+sorted by UUID explicitly, so a live snapshot answers every request exactly
+as a snapshot built from scratch over the same records does.
+
+A live snapshot is not safe to read while it is being changed: callers
+serialise changes against searches (see ``allotment.world``).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Iterable, Mapping
+
+from allotment.engine.snapshot import (
+    SHARES_TRAIT,
+    ProviderRecord,
+    Snapshot,
+    _InventoryMaps,
+    _limits_of,
+)
+
+_NO_AGGS: frozenset[str] = frozenset()
+
+
+class LiveSnapshot(Snapshot):
+    """A :class:`Snapshot` that :meth:`replace_trees` and :meth:`add_usage` change."""
+
+    __slots__ = ("_free", "_interned", "_limits", "_maps", "_root_keys")
+
+    # -- construction ------------------------------------------------------
+
+    @classmethod
+    def build(cls, records: Iterable[ProviderRecord]) -> LiveSnapshot:
+        base = Snapshot.build(records)
+        self = cls.__new__(cls)
+        n = len(base.uuids)
+        self.uuids = list(base.uuids)
+        self.index = dict(base.index)
+        self.parent = list(base.parent)
+        self.root = list(base.root)
+        self.depth = list(base.depth)
+        self.traits = list(base.traits)
+        self.aggregates = list(base.aggregates)
+        self.inventory = list(base.inventory)
+        self.is_sharing = list(base.is_sharing)
+        # Records keep names and generations in the order they were given.
+        order = base._order
+        self._names = (list(base._names) if order is None
+                       else [base._names[k] for k in order])
+        self._generations = (list(base._generations) if order is None
+                             else [base._generations[k] for k in order])
+        self._order = None
+        self.used = {u: dict(per_rc) for u, per_rc in base.used.items()}
+        self._parents = set(base._parents)
+        self.has_nested = bool(self._parents)
+        self.roots = list(base.roots)
+        self._root_keys = [self.uuids[r] for r in self.roots]
+        self.sharing = list(base.sharing)
+        self.anchors_of_sharing = dict(base.anchors_of_sharing)
+        self.sharing_by_anchor = dict(base.sharing_by_anchor)
+        self._by_aggs = {}
+        self._lazy = base._lazy
+        self._lazy.subtrees = dict(base._trees_of_many())
+        self._lazy.agg_members = {a: set(m) for a, m in base.agg_members.items()}
+        self._records = None
+        self._free = []
+        # Identical trait sets, aggregate sets, limits and inventory maps are
+        # stored once, as Snapshot.build does.
+        self._interned = {}
+        for value in (*self.traits, *self.aggregates):
+            self._interned.setdefault(value, value)
+        self._limits = {}
+        self._maps = _InventoryMaps()
+        for inventory in self.inventory:
+            key = tuple(inventory.items())
+            for _, lim in key:
+                self._limits.setdefault(lim, lim)
+            self._maps.setdefault(key, inventory)
+        assert n == len(self.uuids)
+        return self
+
+    @classmethod
+    def empty(cls) -> LiveSnapshot:
+        return cls.build(())
+
+    # -- reading -----------------------------------------------------------
+
+    @property
+    def agg_members(self) -> Mapping[str, set[int]]:
+        """Aggregate UUID -> positions of its members (unordered)."""
+        return self._lazy.agg_members
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def live_positions(self) -> list[int]:
+        """Every position holding a provider, in UUID order."""
+        return sorted(self.index.values(), key=self.uuids.__getitem__)
+
+    @property
+    def providers(self) -> tuple[ProviderRecord, ...]:
+        """Every provider as a record, in UUID order (holes skipped)."""
+        if self._records is None:
+            self._records = tuple(self.record(i) for i in self.live_positions())
+        return self._records
+
+    # -- changing ----------------------------------------------------------
+
+    def add_usage(self, deltas: Iterable[tuple[str, str, int]]) -> None:
+        """Add ``amount`` to the usage of ``(provider uuid, class)`` for each delta.
+
+        Usage of providers not (or no longer) in the snapshot is kept as
+        well: it applies if the provider appears later, as usage given to
+        :meth:`Snapshot.with_usage` would.
+        """
+        used = self.used
+        for uuid, rc, amount in deltas:
+            if not amount:
+                continue
+            per_rc = used.get(uuid)
+            if per_rc is None:
+                per_rc = used[uuid] = {}
+            total = per_rc.get(rc, 0) + amount
+            if total:
+                per_rc[rc] = total
+            else:
+                del per_rc[rc]
+                if not per_rc:
+                    del used[uuid]
+
+    def set_usage(self, uuid: str, per_rc: Mapping[str, int]) -> None:
+        """Replace the whole usage of one provider."""
+        if per_rc:
+            self.used[uuid] = {rc: n for rc, n in per_rc.items() if n}
+        else:
+            self.used.pop(uuid, None)
+
+    def set_generation(self, uuid: str, generation: int) -> None:
+        """Raise a provider's generation to ``generation`` (never lowers it).
+
+        Generations only grow, so changes arriving out of order still leave
+        the newest one.
+        """
+        i = self.index.get(uuid)
+        if i is not None and generation > self._generations[i]:
+            self._generations[i] = generation
+            self._records = None
+
+    def replace_trees(self, roots: Iterable[str],
+                      records: Iterable[ProviderRecord]) -> None:
+        """Replace the trees rooted at ``roots`` by ``records``.
+
+        ``roots`` are UUIDs of the current roots of the trees to drop
+        (unknown ones are ignored); ``records`` are complete trees (every
+        provider's parent is among them), possibly with new roots, moved
+        providers or none at all.  A record whose provider currently lives
+        in a tree not named in ``roots`` is moved out of it, and that tree
+        keeps its other providers.  Usage is left as it is except for
+        providers that disappear, whose usage is forgotten.
+        """
+        records = list(records)
+        index, uuids = self.index, self.uuids
+        old_roots: set[int] = set()
+        for uuid in roots:
+            i = index.get(uuid)
+            if i is not None:
+                old_roots.add(self.root[i])
+        incoming = {rec.uuid for rec in records}
+        for uuid in incoming:
+            i = index.get(uuid)
+            if i is not None:
+                old_roots.add(self.root[i])
+        old_members: list[int] = []
+        for r in old_roots:
+            old_members.extend(self.tree_members(r))
+        # Aggregates whose members or whose members' roots may change:
+        # the sharing providers in them must be re-anchored.
+        touched_aggs: set[str] = set()
+        sharing_before = {i for i in old_members if self.is_sharing[i]}
+        for i in old_members:
+            touched_aggs |= self.aggregates[i]
+
+        # Drop what disappears, detach everything else from the old trees.
+        for r in old_roots:
+            k = bisect_left(self._root_keys, uuids[r])
+            if k < len(self.roots) and self.roots[k] == r:
+                del self.roots[k]
+                del self._root_keys[k]
+            self._lazy.subtrees.pop(r, None)
+            self._lazy.tree_rc.pop(r, None)
+        for i in old_members:
+            self._parents.discard(i)
+            if uuids[i] not in incoming:
+                self._set_aggregates(i, _NO_AGGS)
+                self._drop(i)
+
+        # Place the records.
+        placed: list[int] = []
+        for rec in records:
+            i = index.get(rec.uuid)
+            if i is None:
+                i = self._allocate(rec.uuid)
+            placed.append(i)
+            self._fill(i, rec)
+            touched_aggs |= self.aggregates[i]
+        lookup = {rec.uuid: i for rec, i in zip(records, placed, strict=True)}
+        for rec, i in zip(records, placed, strict=True):
+            if rec.parent_uuid is None:
+                self.parent[i] = -1
+            else:
+                p = lookup.get(rec.parent_uuid)
+                if p is None:
+                    raise ValueError(
+                        f"provider {rec.uuid} has unknown parent {rec.parent_uuid}")
+                self.parent[i] = p
+        # Trees that lost a moved provider but were not replaced keep the rest.
+        placed_set = set(placed)
+        kept = [i for i in old_members if uuids[i] is not None and i not in placed_set]
+        nodes = kept + placed
+        for i in nodes:
+            if self.parent[i] != -1:
+                self._parents.add(self.parent[i])
+        self._place_in_trees(nodes)
+        for rec, i in zip(records, placed, strict=True):
+            if rec.root_uuid is not None and rec.root_uuid != uuids[self.root[i]]:
+                raise ValueError(
+                    f"provider {rec.uuid} claims root {rec.root_uuid} but its "
+                    f"parent chain ends at {uuids[self.root[i]]}")
+        by_root: dict[int, list[int]] = {}
+        for i in nodes:
+            by_root.setdefault(self.root[i], []).append(i)
+        for r, members in by_root.items():
+            if len(members) > 1:
+                members.sort(key=uuids.__getitem__)
+                self._lazy.subtrees[r] = tuple(members)
+            else:
+                self._lazy.subtrees.pop(r, None)
+            self._lazy.tree_rc.pop(r, None)
+            k = bisect_left(self._root_keys, uuids[r])
+            if k == len(self.roots) or self.roots[k] != r:
+                self.roots.insert(k, r)
+                self._root_keys.insert(k, uuids[r])
+        self.has_nested = bool(self._parents)
+        self._reanchor(touched_aggs,
+                       sharing_before | {i for i in placed if self.is_sharing[i]})
+        self._lazy.children = None
+        self._lazy.trees = None
+        self._lazy.by_rc = None
+        self._records = None
+
+    # -- internals ----------------------------------------------------------
+
+    def _allocate(self, uuid: str) -> int:
+        if self._free:
+            i = self._free.pop()
+        else:
+            i = len(self.uuids)
+            for column in (self.uuids, self.parent, self.root, self.depth, self.traits,
+                           self.aggregates, self.inventory, self.is_sharing,
+                           self._names, self._generations):
+                column.append(None)
+            self._blank(i)
+        self.uuids[i] = uuid
+        self.index[uuid] = i
+        return i
+
+    def _blank(self, i: int) -> None:
+        self.uuids[i] = None
+        self.parent[i] = -1
+        self.root[i] = i
+        self.depth[i] = 0
+        self.traits[i] = frozenset()
+        self.aggregates[i] = _NO_AGGS
+        self.inventory[i] = self._maps[()]
+        self.is_sharing[i] = False
+        self._names[i] = ""
+        self._generations[i] = 0
+
+    def _drop(self, i: int) -> None:
+        uuid = self.uuids[i]
+        del self.index[uuid]
+        self.used.pop(uuid, None)
+        self._blank(i)
+        self._free.append(i)
+
+    def _intern(self, value: frozenset[str]) -> frozenset[str]:
+        return self._interned.setdefault(value, value)
+
+    def _fill(self, i: int, rec: ProviderRecord) -> None:
+        traits = self._intern(frozenset(rec.traits))
+        self.traits[i] = traits
+        self.is_sharing[i] = SHARES_TRAIT in traits
+        self._set_aggregates(i, self._intern(frozenset(rec.aggregates)))
+        key = tuple((rc, self._limits.setdefault(lim, lim))
+                    for rc, lim in ((rc, _limits_of(inv))
+                                    for rc, inv in rec.inventories.items()))
+        self.inventory[i] = self._maps[key]
+        self._names[i] = rec.name
+        self._generations[i] = rec.generation
+
+    def _set_aggregates(self, i: int, aggs: frozenset[str]) -> None:
+        old = self.aggregates[i]
+        if old == aggs:
+            return
+        members = self._lazy.agg_members
+        for a in old - aggs:
+            m = members.get(a)
+            if m is not None:
+                m.discard(i)
+                if not m:
+                    del members[a]
+        for a in aggs - old:
+            members.setdefault(a, set()).add(i)
+        self.aggregates[i] = aggs
+
+    def _place_in_trees(self, nodes: list[int]) -> None:
+        """Root and depth of ``nodes`` (whole trees) from their parents."""
+        parent, root, depth = self.parent, self.root, self.depth
+        done: set[int] = set()
+        for i in nodes:
+            chain = []
+            node = i
+            while node not in done and parent[node] != -1:
+                chain.append(node)
+                node = parent[node]
+                if len(chain) > len(nodes):
+                    raise ValueError("provider parent cycle detected")
+            if node not in done:
+                root[node], depth[node] = node, 0
+                done.add(node)
+            for k in reversed(chain):
+                root[k] = root[parent[k]]
+                depth[k] = depth[parent[k]] + 1
+                done.add(k)
+
+    def _reanchor(self, aggs: set[str], sharing_before: set[int]) -> None:
+        """Recompute which trees the affected sharing providers serve."""
+        members = self._lazy.agg_members
+        affected = set(sharing_before)
+        for a in aggs:
+            for s in members.get(a, ()):
+                if self.is_sharing[s]:
+                    affected.add(s)
+        uuids = self.uuids
+        for s in affected:
+            for r in self.anchors_of_sharing.pop(s, ()):
+                self._unlink_anchor(r, s)
+            if uuids[s] is None or not self.is_sharing[s]:
+                continue
+            anchors = frozenset(self.root[q] for a in self.aggregates[s]
+                                for q in members.get(a, ()))
+            self.anchors_of_sharing[s] = anchors
+            for r in anchors:
+                if r != self.root[s]:
+                    current = self.sharing_by_anchor.get(r, ())
+                    keyed = [uuids[x] for x in current]
+                    k = bisect_left(keyed, uuids[s])
+                    self.sharing_by_anchor[r] = (*current[:k], s, *current[k:])
+        if affected:
+            keep = [s for s in self.sharing if s not in affected]
+            keep.extend(s for s in affected if uuids[s] is not None and self.is_sharing[s])
+            self.sharing = sorted(keep, key=uuids.__getitem__)
+
+    def _unlink_anchor(self, r: int, s: int) -> None:
+        current = self.sharing_by_anchor.get(r)
+        if current is None or s not in current:
+            return
+        rest = tuple(x for x in current if x != s)
+        if rest:
+            self.sharing_by_anchor[r] = rest
+        else:
+            del self.sharing_by_anchor[r]
+

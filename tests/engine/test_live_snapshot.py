@@ -1,0 +1,242 @@
+"""A LiveSnapshot changed tree by tree answers exactly as one built from scratch.
+
+Random worlds go through random sequences of changes (new trees, deleted
+trees, changed inventories, traits and aggregates, subtrees moved between
+trees or made roots, usage moving up and down).  After every change the live
+snapshot must give the same candidates, in the same order, and the same
+provider summaries as ``Snapshot.build`` over the same records with the same
+usage, for random requests.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from allotment.engine import (
+    SHARES_TRAIT,
+    Inventory,
+    ProviderRecord,
+    Snapshot,
+    find_candidates,
+    provider_summary_uuids,
+)
+from allotment.engine.live import LiveSnapshot
+from tests.engine.test_candidates_properties import (
+    RCS,
+    pid,
+    provider_bits,
+    requests,
+    worlds,
+)
+
+PROFILE = settings.get_profile(os.environ.get("ENGINE_HYPOTHESIS_PROFILE", "engine-ci"))
+# Each example replays several changes: fewer of them in the default profile.
+EXAMPLES = (min(PROFILE.max_examples, 100)
+            if PROFILE is settings.get_profile("engine-ci") else PROFILE.max_examples)
+
+
+def _tree_of(records: dict[str, ProviderRecord], uuid: str) -> str:
+    while records[uuid].parent_uuid is not None:
+        uuid = records[uuid].parent_uuid
+    return uuid
+
+
+def _members(records: dict[str, ProviderRecord], root: str) -> list[str]:
+    return [u for u in records if _tree_of(records, u) == root]
+
+
+def _subtree(records: dict[str, ProviderRecord], top: str) -> set[str]:
+    out = {top}
+    grew = True
+    while grew:
+        grew = False
+        for u, r in records.items():
+            if r.parent_uuid in out and u not in out:
+                out.add(u)
+                grew = True
+    return out
+
+
+def _static(rec: ProviderRecord) -> ProviderRecord:
+    """The record without usage (usage travels as deltas)."""
+    return replace(rec, root_uuid=None, inventories={
+        rc: replace(inv, used=0) for rc, inv in rec.inventories.items()})
+
+
+@st.composite
+def changes(draw, records: dict[str, ProviderRecord], counter: list[int]):
+    """One change: (kind, new records dict, roots to replace, usage deltas)."""
+    uuids = sorted(records)
+    kind = draw(st.sampled_from(
+        ["edit", "edit", "new_tree", "delete_tree", "move", "usage", "usage", "unparent"]
+        if uuids else ["new_tree"]))
+    out = dict(records)
+    if kind == "usage":
+        deltas = []
+        for _ in range(draw(st.integers(1, 4))):
+            deltas.append((draw(st.sampled_from(uuids)), draw(st.sampled_from(RCS)),
+                           draw(st.integers(-2, 3))))
+        return kind, out, [], deltas
+    if kind == "new_tree":
+        counter[0] += 1
+        root = pid(1000 + counter[0])
+        inv, traits, aggs = draw(provider_bits())
+        if draw(st.integers(0, 4)) == 0:
+            traits = traits | {SHARES_TRAIT}
+        out[root] = ProviderRecord(uuid=root, name=root, inventories=inv,
+                                   traits=traits, aggregates=aggs)
+        for _ in range(draw(st.integers(0, 2))):
+            counter[0] += 1
+            child = pid(1000 + counter[0])
+            inv, traits, aggs = draw(provider_bits())
+            out[child] = ProviderRecord(uuid=child, name=child, parent_uuid=root,
+                                        inventories=inv, traits=traits, aggregates=aggs)
+        return kind, out, [root], []
+    target = draw(st.sampled_from(uuids))
+    root = _tree_of(records, target)
+    if kind == "delete_tree":
+        for u in _members(records, root):
+            del out[u]
+        return kind, out, [root], []
+    if kind == "edit":
+        inv, traits, aggs = draw(provider_bits())
+        old = records[target]
+        what = draw(st.sampled_from(["inv", "traits", "aggs", "all"]))
+        out[target] = replace(
+            old, generation=old.generation + 1,
+            inventories=inv if what in ("inv", "all") else old.inventories,
+            traits=(traits | (old.traits & {SHARES_TRAIT})
+                    if what in ("traits", "all") else old.traits),
+            aggregates=aggs if what in ("aggs", "all") else old.aggregates)
+        return kind, out, [root], []
+    if kind == "unparent":
+        if records[target].parent_uuid is None:
+            return kind, out, [], []
+        out[target] = replace(records[target], parent_uuid=None)
+        return kind, out, [root], []
+    # Move a subtree under a provider of another (or the same) tree.
+    moving = _subtree(records, target)
+    candidates = [u for u in uuids if u not in moving]
+    if not candidates:
+        return kind, out, [], []
+    new_parent = draw(st.sampled_from(candidates))
+    out[target] = replace(records[target], parent_uuid=new_parent)
+    return kind, out, [root, _tree_of(records, new_parent)], []
+
+
+@settings(PROFILE, max_examples=EXAMPLES)
+@given(st.data())
+def test_live_snapshot_matches_a_fresh_build(data):
+    start = data.draw(worlds())
+    records = {r.uuid: _static(r) for r in start}
+    usage: dict[tuple[str, str], int] = {}
+    for r in start:
+        for rc, inv in r.inventories.items():
+            if inv.used:
+                usage[(r.uuid, rc)] = inv.used
+    live = LiveSnapshot.build(
+        [replace(rec, inventories={rc: replace(inv, used=usage.get((u, rc), 0))
+                                   for rc, inv in rec.inventories.items()})
+         for u, rec in records.items()])
+    counter = [0]
+    for _ in range(data.draw(st.integers(1, 6))):
+        kind, new, roots, deltas = data.draw(changes(records, counter))
+        if kind == "usage":
+            live.add_usage(deltas)
+            for u, rc, d in deltas:
+                usage[(u, rc)] = usage.get((u, rc), 0) + d
+        else:
+            # Whole trees, as storage reloads them: every provider now in a
+            # tree that holds a provider of a touched tree (or a new one).
+            touched = set(roots)
+            moved = {u for u in new
+                     if u not in records or _tree_of(records, u) in touched}
+            now_in = {_tree_of(new, u) for u in moved}
+            tree_records = [new[u] for u in new if _tree_of(new, u) in now_in]
+            live.replace_trees(roots, tree_records)
+            for u in set(records) - set(new):
+                for key in [k for k in usage if k[0] == u]:
+                    del usage[key]
+            records = new
+        _compare(live, records, usage, data)
+
+
+def _compare(live: LiveSnapshot, records, usage, data) -> None:
+    used: dict[str, dict[str, int]] = {}
+    for (u, rc), n in usage.items():
+        if n and u in records:
+            used.setdefault(u, {})[rc] = n
+    fresh = Snapshot.build(list(records.values())).with_usage(used)
+    assert sorted(live.index) == sorted(records)
+    assert [live.uuids[r] for r in live.roots] == [fresh.uuids[r] for r in fresh.roots]
+    for u in records:
+        assert live.resources_of(u) == fresh.resources_of(u)
+        assert live.root_uuid(u) == fresh.root_uuid(u)
+        assert live.parent_uuid_of(u) == fresh.parent_uuid_of(u)
+        assert live.get(u) == fresh.get(u)
+        assert set(live.tree_uuids(u)) == set(fresh.tree_uuids(u))
+    shared = {live.uuids[s]: sorted(live.uuids[r] for r in a)
+              for s, a in live.anchors_of_sharing.items()}
+    assert shared == {fresh.uuids[s]: sorted(fresh.uuids[r] for r in a)
+                      for s, a in fresh.anchors_of_sharing.items()}
+    uuids = sorted(records) or [pid(1)]
+    for _ in range(3):
+        request = data.draw(requests(uuids))
+        for strategy in ("depth-first", "breadth-first"):
+            got = list(find_candidates(live, request, strategy=strategy))
+            want = list(find_candidates(fresh, request, strategy=strategy))
+            assert got == want
+        assert (provider_summary_uuids(live, got, nested_aware=request.nested_aware)
+                == provider_summary_uuids(fresh, want, nested_aware=request.nested_aware))
+
+
+def test_replace_trees_moves_a_subtree_and_reanchors_sharing():
+    inv = {"VCPU": Inventory(total=4)}
+    records = [
+        ProviderRecord(uuid=pid(1), inventories=inv, aggregates=frozenset({"a1"})),
+        ProviderRecord(uuid=pid(2), parent_uuid=pid(1), inventories=inv),
+        ProviderRecord(uuid=pid(3), inventories=inv),
+        ProviderRecord(uuid=pid(9), inventories={"DISK_GB": Inventory(total=10)},
+                       traits=frozenset({SHARES_TRAIT}), aggregates=frozenset({"a1"})),
+    ]
+    live = LiveSnapshot.build(records)
+    slot = live.index[pid(2)]
+    assert live.sharing_by_anchor[live.index[pid(1)]] == (live.index[pid(9)],)
+    # pid(2) moves under pid(3); the sharing provider's aggregate moves too.
+    live.replace_trees([pid(1), pid(3)], [
+        ProviderRecord(uuid=pid(1), inventories=inv),
+        ProviderRecord(uuid=pid(3), inventories=inv, aggregates=frozenset({"a1"})),
+        ProviderRecord(uuid=pid(2), parent_uuid=pid(3), inventories=inv),
+    ])
+    assert live.index[pid(2)] == slot, "a provider keeps its slot"
+    assert live.root_uuid(pid(2)) == pid(3)
+    assert live.depth[slot] == 1
+    assert live.index[pid(1)] not in live.sharing_by_anchor
+    assert live.sharing_by_anchor[live.index[pid(3)]] == (live.index[pid(9)],)
+    # Deleting a tree frees its slots for the next provider.
+    live.replace_trees([pid(1)], [])
+    assert pid(1) not in live.index
+    live.replace_trees([], [ProviderRecord(uuid=pid(5), inventories=inv)])
+    assert live.uuids[live.index[pid(5)]] == pid(5)
+    assert len(live) == 4
+    assert [live.uuids[r] for r in live.roots] == [pid(3), pid(5), pid(9)]
+
+
+def test_replace_trees_refuses_records_with_unknown_parents():
+    live = LiveSnapshot.build([])
+    with pytest.raises(ValueError):
+        live.replace_trees([], [ProviderRecord(uuid=pid(2), parent_uuid=pid(1))])
+
+
+def test_usage_deltas_cancel_out():
+    live = LiveSnapshot.build([ProviderRecord(
+        uuid=pid(1), inventories={"VCPU": Inventory(total=4, used=2)})])
+    live.add_usage([(pid(1), "VCPU", -2), (pid(1), "VCPU", 1), (pid(1), "VCPU", -1)])
+    assert live.used == {}
+    assert live.resources_of(pid(1)) == {"VCPU": (4, 0)}
+
