@@ -89,6 +89,14 @@ placement_opts = [
                help="Order candidates across root providers."),
 ]
 
+# Options of our own, for what upstream Placement does not have.
+allotment_opts = [
+    cfg.IntOpt("change_feed_retention", default=3600, min=60,
+               help="Seconds the change feed keeps what writes changed. An API "
+               "process that has not looked at the feed for longer (an idle "
+               "one) reloads its whole in-memory world on its next request."),
+]
+
 workaround_opts = [
     cfg.BoolOpt("optimize_for_wide_provider_trees", default=False,
                 help="Accepted for compatibility; candidate generation is "
@@ -123,6 +131,7 @@ def register_opts(conf: cfg.ConfigOpts) -> None:
     conf.register_opts(database_opts, group="placement_database")
     conf.register_opts(placement_opts, group="placement")
     conf.register_opts(workaround_opts, group="workarounds")
+    conf.register_opts(allotment_opts, group="allotment")
     conf.register_opts(base_opts)
     conf.register_opts(cors.CORS_OPTS, "cors")
     conf.register_opts(http_proxy_to_wsgi.OPTS, "oslo_middleware")
@@ -170,5 +179,6 @@ def list_opts() -> list[tuple[str, list[cfg.Opt]]]:
         ("placement_database", database_opts),
         ("placement", placement_opts),
         ("workarounds", workaround_opts),
+        ("allotment", allotment_opts),
         ("DEFAULT", base_opts),
     ]

@@ -9,7 +9,7 @@ Each world mixes the three shapes the scheduler meets: flat compute hosts
 (half with AVX2), NUMA hosts (host -> 2 NUMA nodes -> 2 PFs + 1 GPU each) and
 diskless hosts using shared storage pools (one per 100 hosts).  A third of
 the flat hosts carry a server's allocations.  The world is written through
-multi-row INSERTs (bumping the topology version as the API's writes do) and
+multi-row INSERTs (noting a reset in the change feed, so every process reloads) and
 allocations through the allocations service; the queries go through the full WSGI stack.  Prints
 median and p95 in milliseconds; asserts nothing.
 """
@@ -34,7 +34,7 @@ from allotment import conf as conf_mod
 from allotment.api.app import create_app
 from allotment.service import allocations as alloc_service
 from allotment.service.consumers import ConsumerRequest
-from allotment.storage import provider_traits, tables, topology
+from allotment.storage import feed, provider_traits, tables
 from allotment.storage import resource_providers as providers
 from allotment.storage import traits as trait_store
 from allotment.storage.db import Database, create_engine, normalise_url, utcnow
@@ -89,8 +89,8 @@ def build_world(db: Database, hosts: int) -> int:
 
     Providers, inventories, traits and aggregates go in with one multi-row
     INSERT per table and batch (the per-provider service calls would take
-    far longer than the measurements), then the topology version is bumped
-    as any write of the API would.
+    far longer than the measurements), then a reset is noted in the change
+    feed so that every process reloads its world.
     """
     now = utcnow()
     with db.write() as conn:
@@ -136,7 +136,7 @@ def build_world(db: Database, hosts: int) -> int:
                                 (tables.resource_provider_aggregates, links)):
                 if rows:
                     conn.execute(sa.insert(table), rows)
-            topology.bump_topology(conn)
+            feed.note_reset(conn)
     if db.backend == "postgresql":
         with db.write() as conn:
             for table in ("resource_providers", "placement_aggregates"):

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from allotment import conf as conf_mod
 from allotment.service import setup
 from allotment.storage import db as db_mod
-from allotment.storage import migration, tables, topology
+from allotment.storage import feed, migration, tables
 from tests.client import Client
 
 PG_URL = os.environ.get("ALLOTMENT_TEST_PG_URL")
@@ -70,10 +70,10 @@ def database(database_url) -> db_mod.Database:
 
 
 def clean(database: db_mod.Database) -> None:
-    """Remove user data, keep the schema, the standard names and the
-    placement_state row (whose version moves on, as after any write)."""
+    """Remove user data, keep the schema and the standard names; every
+    process reloads its world (a reset in the change feed)."""
     with database.write() as conn:
-        topology.bump_topology(conn)
+        feed.note_reset(conn)
         conn.execute(sa.update(tables.resource_providers)
                      .values(parent_provider_id=None, root_provider_id=None))
         for table in _DATA_TABLES:

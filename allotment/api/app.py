@@ -29,6 +29,7 @@ def create_app(conf: cfg.ConfigOpts, *, db: Database | None = None):
     """
     db = db or Database.from_conf(conf)
     setup.prepare_database(db, conf)
+    setup.load_world(db)
     runtime = Runtime(conf=conf, db=db)
     policy = Policy(conf)
 

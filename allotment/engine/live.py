@@ -43,7 +43,7 @@ _NO_AGGS: frozenset[str] = frozenset()
 class LiveSnapshot(Snapshot):
     """A :class:`Snapshot` that :meth:`replace_trees` and :meth:`add_usage` change."""
 
-    __slots__ = ("_free", "_interned", "_limits", "_maps", "_root_keys")
+    __slots__ = ("_free", "_interned", "_limits", "_maps", "_root_keys", "_root_traits")
 
     # -- construction ------------------------------------------------------
 
@@ -80,6 +80,10 @@ class LiveSnapshot(Snapshot):
         self._lazy = base._lazy
         self._lazy.subtrees = dict(base._trees_of_many())
         self._lazy.agg_members = {a: set(m) for a, m in base.agg_members.items()}
+        self._lazy.by_rc = {rc: set(m) for rc, m in base.by_rc.items()}
+        self._root_traits = {}
+        for r in self.roots:
+            self._count_root(r, 1)
         self._records = None
         self._free = []
         # Identical trait sets, aggregate sets, limits and inventory maps are
@@ -107,6 +111,15 @@ class LiveSnapshot(Snapshot):
     def agg_members(self) -> Mapping[str, set[int]]:
         """Aggregate UUID -> positions of its members (unordered)."""
         return self._lazy.agg_members
+
+    @property
+    def by_rc(self) -> Mapping[str, set[int]]:
+        """Resource class -> positions of the providers with inventory of it."""
+        return self._lazy.by_rc
+
+    def root_trait_sets(self) -> Iterable[frozenset[str]]:
+        """The distinct trait sets of roots (few, however many roots there are)."""
+        return self._root_traits.keys()
 
     def __len__(self) -> int:
         return len(self.index)
@@ -178,19 +191,24 @@ class LiveSnapshot(Snapshot):
         """
         records = list(records)
         index, uuids = self.index, self.uuids
-        old_roots: set[int] = set()
+        named: set[int] = set()
         for uuid in roots:
             i = index.get(uuid)
             if i is not None:
-                old_roots.add(self.root[i])
+                named.add(self.root[i])
+        old_roots = set(named)
         incoming = {rec.uuid for rec in records}
         for uuid in incoming:
             i = index.get(uuid)
             if i is not None:
                 old_roots.add(self.root[i])
         old_members: list[int] = []
+        replaced: set[int] = set()
         for r in old_roots:
-            old_members.extend(self.tree_members(r))
+            members = self.tree_members(r)
+            old_members.extend(members)
+            if r in named:
+                replaced.update(members)
         # Aggregates whose members or whose members' roots may change:
         # the sharing providers in them must be re-anchored.
         touched_aggs: set[str] = set()
@@ -204,11 +222,12 @@ class LiveSnapshot(Snapshot):
             if k < len(self.roots) and self.roots[k] == r:
                 del self.roots[k]
                 del self._root_keys[k]
+                self._count_root(r, -1)
             self._lazy.subtrees.pop(r, None)
             self._lazy.tree_rc.pop(r, None)
         for i in old_members:
             self._parents.discard(i)
-            if uuids[i] not in incoming:
+            if i in replaced and uuids[i] not in incoming:
                 self._set_aggregates(i, _NO_AGGS)
                 self._drop(i)
 
@@ -258,12 +277,12 @@ class LiveSnapshot(Snapshot):
             if k == len(self.roots) or self.roots[k] != r:
                 self.roots.insert(k, r)
                 self._root_keys.insert(k, uuids[r])
+                self._count_root(r, 1)
         self.has_nested = bool(self._parents)
         self._reanchor(touched_aggs,
                        sharing_before | {i for i in placed if self.is_sharing[i]})
         self._lazy.children = None
         self._lazy.trees = None
-        self._lazy.by_rc = None
         self._records = None
 
     # -- internals ----------------------------------------------------------
@@ -282,6 +301,27 @@ class LiveSnapshot(Snapshot):
         self.index[uuid] = i
         return i
 
+    def _count_root(self, r: int, step: int) -> None:
+        counts = self._root_traits
+        traits = self.traits[r]
+        n = counts.get(traits, 0) + step
+        if n:
+            counts[traits] = n
+        else:
+            del counts[traits]
+
+    def _set_inventory(self, i: int, inventory: Mapping[str, tuple]) -> None:
+        old = self.inventory[i] or {}
+        by_rc = self._lazy.by_rc
+        for rc in old.keys() - inventory.keys():
+            members = by_rc[rc]
+            members.discard(i)
+            if not members:
+                del by_rc[rc]
+        for rc in inventory.keys() - old.keys():
+            by_rc.setdefault(rc, set()).add(i)
+        self.inventory[i] = inventory
+
     def _blank(self, i: int) -> None:
         self.uuids[i] = None
         self.parent[i] = -1
@@ -289,7 +329,7 @@ class LiveSnapshot(Snapshot):
         self.depth[i] = 0
         self.traits[i] = frozenset()
         self.aggregates[i] = _NO_AGGS
-        self.inventory[i] = self._maps[()]
+        self._set_inventory(i, self._maps[()])
         self.is_sharing[i] = False
         self._names[i] = ""
         self._generations[i] = 0
@@ -312,7 +352,7 @@ class LiveSnapshot(Snapshot):
         key = tuple((rc, self._limits.setdefault(lim, lim))
                     for rc, lim in ((rc, _limits_of(inv))
                                     for rc, inv in rec.inventories.items()))
-        self.inventory[i] = self._maps[key]
+        self._set_inventory(i, self._maps[key])
         self._names[i] = rec.name
         self._generations[i] = rec.generation
 

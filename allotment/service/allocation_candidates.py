@@ -1,31 +1,24 @@
 """GET /allocation_candidates: check the names, search, summarise.
 
-Loading and indexing every provider for each request would dominate the cost
-of a search in a big cloud, so each process keeps the *static* part of the
-provider world (providers, trees, inventories, traits, aggregates) in memory,
-tagged with the topology version it was read at (see storage/topology.py),
-and lays the current usage over it per request.  The version and the usage
-are read in one read transaction, and the cached world is only used when its
-version is the one that transaction sees; since every topology write bumps
-the version in its own transaction, a request can never combine a stale
-topology with fresh usage.
+The search runs over the process's in-memory world (``allotment.world``),
+which is brought up to date with every change committed before the request
+began -- usually by one read of the change feed that finds nothing new --
+and held still while the request looks at it.
 """
 
 from __future__ import annotations
 
 import random
-import threading
-import weakref
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from allotment import errors
 from allotment.engine import search
+from allotment.engine.live import LiveSnapshot
 from allotment.engine.request import AllocationCandidatesRequest, RequestGroup
-from allotment.engine.snapshot import Inventory, ProviderRecord, Snapshot
-from allotment.storage import snapshot as store
-from allotment.storage import topology
+from allotment.engine.snapshot import CAPACITY, MAX_UNIT, MIN_UNIT, STEP_SIZE
 from allotment.storage.db import Database
+from allotment.world import sync as world_sync
 
 
 @dataclass(frozen=True)
@@ -47,115 +40,6 @@ class CandidatesResult:
 
 
 EMPTY = CandidatesResult([], [])
-
-
-# ---------------------------------------------------------------------------
-# The per-process cache of the static world
-
-
-@dataclass(frozen=True)
-class _Static:
-    """One topology version's world, without usage.
-
-    Besides the engine's snapshot it keeps the few plain indexes the early
-    checks (made before any search, see :func:`_check_group`) need.
-    """
-
-    version: int
-    snapshot: Snapshot
-    uuid_by_id: Mapping[int, str]
-    class_by_id: Mapping[int, str]
-    root_of: Mapping[str, str]
-    root_traits: tuple[frozenset[str], ...]
-    # class -> [(provider uuid, inventory without usage)]
-    by_class: Mapping[str, list[tuple[str, Inventory]]]
-    agg_members: Mapping[str, frozenset[str]]
-    # Trait name -> id: summaries list traits in id order as Placement does
-    # (standard traits first, then custom ones in creation order).
-    trait_rank: Mapping[str, int]
-
-
-class _Cache:
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.static: _Static | None = None
-
-
-_CACHES: weakref.WeakKeyDictionary[Database, _Cache] = weakref.WeakKeyDictionary()
-_CACHES_LOCK = threading.Lock()
-
-
-def _cache_of(db: Database) -> _Cache:
-    with _CACHES_LOCK:
-        cache = _CACHES.get(db)
-        if cache is None:
-            cache = _CACHES[db] = _Cache()
-        return cache
-
-
-def _build_static(conn, version: int) -> _Static:
-    world = store.load(conn)
-    records = []
-    by_class: dict[str, list[tuple[str, Inventory]]] = {}
-    agg_members: dict[str, set[str]] = {}
-    # Most hosts of a cloud have identical inventories: one object each.
-    interned: dict[tuple, Inventory] = {}
-    for p in world.values():
-        inventories = {}
-        for rc, fields in p["inventories"].items():
-            inventory = interned.get(fields)
-            if inventory is None:
-                inventory = interned[fields] = Inventory(*fields)
-            inventories[rc] = inventory
-        for rc, inv in inventories.items():
-            by_class.setdefault(rc, []).append((p["uuid"], inv))
-        for agg in p["aggregates"]:
-            agg_members.setdefault(agg, set()).add(p["uuid"])
-        records.append(ProviderRecord(
-            uuid=p["uuid"], name=p["name"], generation=p["generation"],
-            parent_uuid=p["parent_uuid"], root_uuid=p["root_uuid"],
-            inventories=inventories, traits=frozenset(p["traits"]),
-            aggregates=frozenset(p["aggregates"])))
-    return _Static(
-        version=version,
-        snapshot=Snapshot.build(records),
-        uuid_by_id={pid: p["uuid"] for pid, p in world.items()},
-        class_by_id=store.class_names(conn),
-        root_of={p["uuid"]: p["root_uuid"] for p in world.values()},
-        root_traits=tuple(frozenset(p["traits"]) for p in world.values()
-                          if p["parent_uuid"] is None),
-        by_class=by_class,
-        agg_members={a: frozenset(m) for a, m in agg_members.items()},
-        trait_rank=store.trait_ids(conn))
-
-
-def _static(db: Database, conn, version: int) -> _Static:
-    """The static world at ``version``, read through ``conn`` if not cached."""
-    cache = _cache_of(db)
-    static = cache.static
-    if static is not None and static.version == version:
-        return static
-    # One builder at a time: concurrent requests at a new version wait for it
-    # rather than all loading the same world.
-    with cache.lock:
-        static = cache.static
-        if static is not None and static.version == version:
-            return static
-        built = _build_static(conn, version)
-        # An older transaction must not replace a newer world.
-        if cache.static is None or cache.static.version < version:
-            cache.static = built
-        return built
-
-
-def _with_usage(static: _Static, rows: Iterable[tuple[int, int, int]]) -> Snapshot:
-    used: dict[str, dict[str, int]] = {}
-    for provider_id, class_id, amount in rows:
-        uuid = static.uuid_by_id.get(provider_id)
-        rc = static.class_by_id.get(class_id)
-        if uuid is not None and rc is not None:
-            used.setdefault(uuid, {})[rc] = amount
-    return static.snapshot.with_usage(used)
 
 
 # ---------------------------------------------------------------------------
@@ -184,7 +68,7 @@ def _check_traits(names: Iterable[str], known: set[str]) -> None:
         raise errors.BadRequest(f"No such trait(s): {missing[0]}.")
 
 
-def _check_root_traits(static: _Static, request: AllocationCandidatesRequest,
+def _check_root_traits(snap: LiveSnapshot, request: AllocationCandidatesRequest,
                        traits: set[str]) -> None:
     required, forbidden = request.root_required, request.root_forbidden
     if not (required or forbidden):
@@ -192,11 +76,18 @@ def _check_root_traits(static: _Static, request: AllocationCandidatesRequest,
     _check_traits(required, traits)
     _check_traits(forbidden, traits)
     if not any(required <= have and forbidden.isdisjoint(have)
-               for have in static.root_traits):
+               for have in snap.root_trait_sets()):
         raise _NoCandidates
 
 
-def _check_group(static: _Static, snap: Snapshot, group: RequestGroup,
+def _room(snap: LiveSnapshot, p: int, rc: str, amount: int) -> bool:
+    lim = snap.inventory[p][rc]
+    return (lim[MIN_UNIT] <= amount <= lim[MAX_UNIT]
+            and amount % lim[STEP_SIZE] == 0
+            and snap.used.get(snap.uuids[p], {}).get(rc, 0) + amount <= lim[CAPACITY])
+
+
+def _check_group(snap: LiveSnapshot, group: RequestGroup,
                  classes: set[str], traits: set[str]) -> None:
     for rc in group.resources:
         if rc not in classes:
@@ -204,9 +95,9 @@ def _check_group(static: _Static, snap: Snapshot, group: RequestGroup,
                 "Invalid resource class in resources parameter: "
                 f"No such resource class {rc}.")
     if group.member_of:
-        members: set[str] | None = None
+        members: set[int] | None = None
         for any_of in group.member_of:
-            found = set().union(*(static.agg_members.get(a, ()) for a in any_of))
+            found = set().union(*(snap.agg_members.get(a, ()) for a in any_of))
             members = found if members is None else members & found
         if not members:
             raise _NoCandidates
@@ -215,16 +106,16 @@ def _check_group(static: _Static, snap: Snapshot, group: RequestGroup,
     _check_traits(group.forbidden_traits, traits)
     tree_root = None
     if group.in_tree is not None:
-        tree_root = static.root_of.get(group.in_tree)
-        if tree_root is None:
+        i = snap.index.get(group.in_tree)
+        if i is None:
             raise _NoCandidates
+        tree_root = snap.root[i]
     for rc, amount in group.resources.items():
-        if not any(
-                inv.min_unit <= amount <= inv.max_unit
-                and amount % inv.step_size == 0
-                and snap.usage_of(uuid, rc) + amount <= inv.capacity
-                for uuid, inv in static.by_class.get(rc, ())
-                if tree_root is None or static.root_of[uuid] == tree_root):
+        if tree_root is None:
+            holders: Iterable[int] = snap.by_rc.get(rc, ())
+        else:
+            holders = snap.members_with(tree_root, rc)
+        if not any(_room(snap, p, rc, amount) for p in holders):
             raise _NoCandidates
 
 
@@ -250,27 +141,26 @@ def find(
     before looking at the rest of the request.
     """
     classes, traits = _named(request)
-    with db.read() as conn:
-        version = topology.topology_version(conn)
-        static = _static(db, conn, version)
-        usage = store.usage(conn)
-        known_classes, known_traits = store.existing_names(conn, classes, traits)
-    snap = _with_usage(static, usage)
-    try:
-        _check_root_traits(static, request, known_traits)
-        for group in request.groups:
-            _check_group(static, snap, group, known_classes, known_traits)
-    except _NoCandidates:
-        return EMPTY
-    candidates = list(search.find_candidates(
-        snap, request, max_candidates=max_candidates, strategy=strategy,
-        randomize=randomize, rng=rng))
-    uuids = search.provider_summary_uuids(
-        snap, candidates, nested_aware=request.nested_aware)
-    return CandidatesResult(candidates, [_summary(snap, u, static.trait_rank) for u in uuids])
+    with world_sync.current(db) as world:
+        snap = world.snapshot
+        known_classes = classes & world.names.classes
+        known_traits = {t for t in traits if t in world.names.trait_rank}
+        try:
+            _check_root_traits(snap, request, known_traits)
+            for group in request.groups:
+                _check_group(snap, group, known_classes, known_traits)
+        except _NoCandidates:
+            return EMPTY
+        candidates = list(search.find_candidates(
+            snap, request, max_candidates=max_candidates, strategy=strategy,
+            randomize=randomize, rng=rng))
+        uuids = search.provider_summary_uuids(
+            snap, candidates, nested_aware=request.nested_aware)
+        rank = world.names.trait_rank
+        return CandidatesResult(candidates, [_summary(snap, u, rank) for u in uuids])
 
 
-def _summary(snap: Snapshot, uuid: str, trait_rank: Mapping[str, int]) -> ProviderSummary:
+def _summary(snap: LiveSnapshot, uuid: str, trait_rank: Mapping[str, int]) -> ProviderSummary:
     return ProviderSummary(
         uuid=uuid,
         parent_uuid=snap.parent_uuid_of(uuid),

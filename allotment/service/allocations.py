@@ -183,13 +183,17 @@ def write(conn: Connection, batch: Sequence[ConsumerAllocations]) -> None:
     touched_pids = {a.provider.id for a in allocs}
     touched_cids = {a.class_id for a in allocs}
     before = store.usage(conn, touched_pids, touched_cids)
-    store.delete_of_consumers(conn, [s.id for s in states if not s.created])
+    removed = store.delete_of_consumers(conn, [s.id for s in states if not s.created])
     _check_fit(conn, allocs, before)
 
+    added: dict[tuple[int, int], int] = defaultdict(int)
     for index, state in enumerate(states):
         amounts = {(a.provider.id, a.class_id): a.used
                    for a in allocs if a.consumer == index and a.used > 0}
         store.insert(conn, state.id, amounts)
+        for key, used in amounts.items():
+            added[key] += used
+    store.note_usage(conn, removed, added)
 
     try:
         for pid in sorted(touched_pids):
@@ -286,9 +290,10 @@ def delete_for_consumer(db: Database, consumer_uuid: str) -> None:
     """Remove every allocation of a consumer, and with them the consumer."""
     with db.write() as conn:
         consumer = consumer_store.get_many_by_uuid(conn, [consumer_uuid]).get(consumer_uuid)
-        removed = store.delete_of_consumers(conn, [consumer.id]) if consumer else 0
+        removed = store.delete_of_consumers(conn, [consumer.id]) if consumer else {}
         if not removed:
             raise errors.NotFound(f"No allocations for consumer '{consumer_uuid}'")
+        store.note_usage(conn, removed, {})
         consumer_store.delete_if_no_allocations(conn, [consumer.id])
 
 

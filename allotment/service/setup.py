@@ -11,6 +11,7 @@ import sqlalchemy as sa
 from allotment import errors
 from allotment.storage import migration, resource_classes, traits
 from allotment.storage.db import Database
+from allotment.world import sync as world_sync
 
 LOG = logging.getLogger(__name__)
 
@@ -29,6 +30,11 @@ def prepare_database(db: Database, conf) -> None:
             "The database schema is not up to date: run "
             "'allotment-manage db sync'.")
     sync_standards(db)
+
+
+def load_world(db: Database) -> None:
+    """Read the provider world into this process now, not on the first request."""
+    world_sync.replica(db).catch_up()
 
 
 def sync_standards(db: Database) -> None:

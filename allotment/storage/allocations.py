@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Row
 
+from allotment.storage import feed
 from allotment.storage.db import utcnow
 from allotment.storage.tables import (
     allocations,
@@ -124,16 +125,34 @@ def inventory(conn: Connection, provider_ids: Iterable[int],
     return {(r.resource_provider_id, r.resource_class_id): r for r in conn.execute(query)}
 
 
-def delete_of_consumers(conn: Connection, consumer_ids: Iterable[int]) -> int:
+def delete_of_consumers(conn: Connection, consumer_ids: Iterable[int]) -> dict[Pair, int]:
+    """Remove the consumers' allocations; returns what they held, summed per
+    (provider, class), for the change feed's usage deltas."""
     ids = sorted(set(consumer_ids))
     if not ids:
-        return 0
-    return conn.execute(sa.delete(TABLE).where(TABLE.c.consumer_id.in_(ids))).rowcount
+        return {}
+    held: dict[Pair, int] = {}
+    where = TABLE.c.consumer_id.in_(ids)
+    if conn.dialect.delete_returning:
+        rows = conn.execute(sa.delete(TABLE).where(where).returning(
+            TABLE.c.resource_provider_id, TABLE.c.resource_class_id, TABLE.c.used))
+    else:
+        rows = conn.execute(sa.select(
+            TABLE.c.resource_provider_id, TABLE.c.resource_class_id, TABLE.c.used
+        ).where(where).with_for_update()).all()
+        conn.execute(sa.delete(TABLE).where(where))
+    for pid, cid, used in rows:
+        held[(pid, cid)] = held.get((pid, cid), 0) + used
+    return held
 
 
 def insert(conn: Connection, consumer_id: int,
            amounts: Mapping[Pair, int]) -> None:
-    """Add one consumer's allocations: {(provider_id, class_id): used}."""
+    """Add one consumer's allocations: {(provider_id, class_id): used}.
+
+    The change feed learns of them from the caller, which knows the net
+    change once old allocations are gone too (see :func:`note_usage`).
+    """
     if not amounts:
         return
     now = utcnow()
@@ -142,6 +161,15 @@ def insert(conn: Connection, consumer_id: int,
          "resource_class_id": cid, "used": used, "created_at": now}
         for (pid, cid), used in sorted(amounts.items())
     ])
+
+
+def note_usage(conn: Connection, removed: Mapping[Pair, int],
+               added: Mapping[Pair, int]) -> None:
+    """Tell the change feed how usage moved: ``added`` minus ``removed``."""
+    deltas = {key: -used for key, used in removed.items()}
+    for key, used in added.items():
+        deltas[key] = deltas.get(key, 0) + used
+    feed.note_usage(conn, deltas)
 
 
 def _owned_by(project_external_id: str, user_external_id: str | None):

@@ -17,9 +17,12 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 
 from allotment import conf as conf_mod
+from allotment.storage import feed
 
 # How long a SQLite writer waits for the lock before giving up (ms).
 SQLITE_BUSY_TIMEOUT_MS = 60_000
+# How long rows of the change feed are kept ([allotment] change_feed_retention).
+DEFAULT_FEED_RETENTION = datetime.timedelta(hours=1)
 
 
 def utcnow() -> datetime.datetime:
@@ -102,7 +105,10 @@ def _setup_sqlite(engine: Engine, *, synchronous: bool) -> None:
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn):
-        if conn.get_execution_options().get("allotment_write"):
+        options = conn.get_execution_options()
+        if options.get("isolation_level") == "AUTOCOMMIT":
+            return
+        if options.get("allotment_write"):
             conn.exec_driver_sql("BEGIN IMMEDIATE")
         else:
             conn.exec_driver_sql("BEGIN")
@@ -117,15 +123,23 @@ def _setup_mysql(engine: Engine, mode: str) -> None:
 
 
 class Database:
-    """One engine plus the two kinds of transaction the service uses."""
+    """One engine plus the kinds of transaction the service uses.
 
-    def __init__(self, engine: Engine) -> None:
+    Every write transaction ends by appending what it changed to the change
+    feed (storage/feed.py), in the same transaction.
+    """
+
+    def __init__(self, engine: Engine, *,
+                 feed_retention: datetime.timedelta = DEFAULT_FEED_RETENTION) -> None:
         self.engine = engine
         self.backend = engine.url.get_backend_name()
+        self.feed_retention = feed_retention
 
     @classmethod
     def from_conf(cls, conf) -> Database:
-        return cls(create_engine(url_from_conf(conf), conf=conf))
+        return cls(create_engine(url_from_conf(conf), conf=conf),
+                   feed_retention=datetime.timedelta(
+                       seconds=conf.allotment.change_feed_retention))
 
     @contextmanager
     def read(self) -> Iterator[Connection]:
@@ -141,11 +155,30 @@ class Database:
 
     @contextmanager
     def write(self) -> Iterator[Connection]:
-        """A read-write transaction: committed on success, rolled back on error."""
+        """A read-write transaction: committed on success, rolled back on error.
+
+        What the transaction changed is appended to the change feed just
+        before it commits.
+        """
         with self.engine.connect() as conn:
             conn = conn.execution_options(allotment_write=True)
-            with conn.begin():
-                yield conn
+            feed.begin(conn)
+            try:
+                with conn.begin():
+                    yield conn
+                    feed.flush(conn, feed.end(conn), retention=self.feed_retention)
+            finally:
+                feed.end(conn)
+
+    @contextmanager
+    def autocommit(self) -> Iterator[Connection]:
+        """A connection whose every statement is its own transaction.
+
+        For single reads that need no consistency with each other: one
+        round trip, no BEGIN or COMMIT.
+        """
+        with self.engine.connect() as conn:
+            yield conn.execution_options(isolation_level="AUTOCOMMIT")
 
     def dispose(self) -> None:
         self.engine.dispose()

@@ -16,10 +16,10 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Row
 
 from allotment import errors
+from allotment.storage import feed
 from allotment.storage import resource_providers as providers
 from allotment.storage.db import utcnow
 from allotment.storage.tables import allocations, inventories, resource_classes
-from allotment.storage.topology import bump_topology
 
 LOG = logging.getLogger(__name__)
 
@@ -218,7 +218,7 @@ def replace_all(
         generation = providers.bump_generation(conn, provider.id, generation)
 
     now = utcnow()
-    bump_topology(conn)
+    feed.note_providers(conn, [provider.id])
     if removed:
         conn.execute(sa.delete(TABLE).where(TABLE.c.resource_provider_id == provider.id,
                                             TABLE.c.resource_class_id.in_(sorted(removed))))

@@ -7,16 +7,16 @@ from collections.abc import Iterable
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from allotment.storage import feed
 from allotment.storage.db import utcnow
-from allotment.storage.topology import bump_topology
 
 
 def replace(conn: Connection, link: sa.Table, column: str, provider_id: int,
             wanted_ids: Iterable[int]) -> bool:
     """Make ``wanted_ids`` the provider's exact set of linked ids.
 
-    Only the difference is written, and the topology version moves only
-    when something changed; tells whether it did.
+    Only the difference is written, and the change is noted for the feed
+    only when something changed; tells whether it did.
     """
     target = link.c[column]
     wanted = set(wanted_ids)
@@ -34,7 +34,7 @@ def replace(conn: Connection, link: sa.Table, column: str, provider_id: int,
             for linked in added])
     changed = bool(gone or added)
     if changed:
-        bump_topology(conn)
+        feed.note_providers(conn, [provider_id])
     return changed
 
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Row
 
-from allotment.storage import names
+from allotment.storage import feed, names
 from allotment.storage.tables import allocations, inventories, resource_classes
-from allotment.storage.topology import bump_topology
 
 TABLE = resource_classes
 
@@ -25,23 +24,31 @@ def ids_for(conn: Connection, wanted) -> dict[str, int]:
 
 
 def ensure(conn: Connection, name: str) -> tuple[Row, bool]:
-    return names.ensure(conn, TABLE, name)
+    row, created = names.ensure(conn, TABLE, name)
+    if created:
+        feed.note_names(conn)
+    return row, created
 
 
 def create(conn: Connection, name: str) -> Row | None:
-    return names.insert(conn, TABLE, name)
+    row = names.insert(conn, TABLE, name)
+    if row is not None:
+        feed.note_names(conn)
+    return row
 
 
 def rename(conn: Connection, old: str, new: str) -> bool:
     renamed = names.rename(conn, TABLE, old, new)
     if renamed:
-        # Inventories are loaded by class name for the candidate search.
-        bump_topology(conn)
+        feed.note_names(conn)
     return renamed
 
 
 def delete(conn: Connection, name: str) -> int:
-    return names.delete(conn, TABLE, name)
+    gone = names.delete(conn, TABLE, name)
+    if gone:
+        feed.note_names(conn)
+    return gone
 
 
 def in_use(conn: Connection, class_id: int) -> bool:
@@ -56,4 +63,7 @@ def in_use(conn: Connection, class_id: int) -> bool:
 
 
 def sync(conn: Connection, standard) -> int:
-    return names.sync(conn, TABLE, standard)
+    added = names.sync(conn, TABLE, standard)
+    if added:
+        feed.note_names(conn)
+    return added

@@ -18,6 +18,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Row
 
 from allotment import errors
+from allotment.storage import feed
 from allotment.storage.db import utcnow
 from allotment.storage.tables import (
     allocations,
@@ -27,7 +28,6 @@ from allotment.storage.tables import (
     resource_provider_traits,
     resource_providers,
 )
-from allotment.storage.topology import bump_topology
 
 TABLE = resource_providers
 _UUID_CHARS = re.compile(r"[0-9A-Za-z-]{1,36}")
@@ -102,12 +102,14 @@ def bump_generation(conn: Connection, provider_id: int, seen_generation: int) ->
     us and then finds the generation moved: no update is ever lost.
     Returns the new generation.
     """
+    now = utcnow()
     result = conn.execute(
         sa.update(TABLE)
         .where(TABLE.c.id == provider_id, TABLE.c.generation == seen_generation)
-        .values(generation=seen_generation + 1, updated_at=utcnow()))
+        .values(generation=seen_generation + 1, updated_at=now))
     if result.rowcount != 1:
         raise errors.ConcurrentUpdate(CONCURRENT_UPDATE_MESSAGE)
+    feed.note_generation(conn, provider_id, seen_generation + 1, now)
     return seen_generation + 1
 
 
@@ -165,7 +167,7 @@ def create(conn: Connection, *, uuid: str, name: str,
                              .values(root_provider_id=new_id))
     except sa.exc.IntegrityError:
         return None
-    bump_topology(conn)
+    feed.note_roots(conn, [parent.root_provider_id if parent is not None else new_id])
     return get_by_id(conn, new_id)
 
 
@@ -177,13 +179,14 @@ def rename(conn: Connection, provider_id: int, name: str) -> bool:
                          .values(name=name, updated_at=utcnow()))
     except sa.exc.IntegrityError:
         return False
-    bump_topology(conn)
+    feed.note_providers(conn, [provider_id])
     return True
 
 
 def touch(conn: Connection, provider_id: int) -> None:
     conn.execute(sa.update(TABLE).where(TABLE.c.id == provider_id)
                  .values(updated_at=utcnow()))
+    feed.note_providers(conn, [provider_id])
 
 
 def tree_rows(conn: Connection, root_id: int) -> list[Row]:
@@ -221,7 +224,7 @@ def set_parent(conn: Connection, provider: Row, parent: Row | None) -> None:
     if others:
         conn.execute(sa.update(TABLE).where(TABLE.c.id.in_(others))
                      .values(root_provider_id=new_root))
-    bump_topology(conn)
+    feed.note_roots(conn, [provider.root_provider_id, new_root])
 
 
 def has_children(conn: Connection, provider_id: int) -> bool:
@@ -242,6 +245,8 @@ def delete(conn: Connection, provider_id: int) -> bool:
 
     Returns False when a child appeared meanwhile (the foreign key refuses).
     """
+    root_id = conn.execute(sa.select(TABLE.c.root_provider_id)
+                           .where(TABLE.c.id == provider_id)).scalar()
     for table in (inventories, resource_provider_aggregates, resource_provider_traits):
         conn.execute(sa.delete(table).where(table.c.resource_provider_id == provider_id))
     try:
@@ -253,7 +258,7 @@ def delete(conn: Connection, provider_id: int) -> bool:
             conn.execute(sa.delete(TABLE).where(TABLE.c.id == provider_id))
     except sa.exc.IntegrityError:
         return False
-    bump_topology(conn)
+    feed.note_roots(conn, [root_id])
     return True
 
 

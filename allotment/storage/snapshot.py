@@ -1,9 +1,11 @@
-"""Load the provider world the candidate engine searches, in a few queries.
+"""Read the provider world the API processes keep in memory.
 
-:func:`load` reads the static picture (providers, trees, inventories,
-traits, aggregates) that the service caches per topology version;
-:func:`usage` reads what is allocated, on every request.  The result is
-plain data; the service turns it into the engine's snapshot.
+:func:`load` reads providers with their inventories, traits and aggregates
+-- every provider, or only the trees with some roots, which is how a process
+catches up with the trees the change feed says changed.  :func:`usage`
+reads what is allocated, once, when a process loads everything; afterwards
+usage moves by the feed's deltas.  The results are plain data; the world
+model (``allotment.world``) turns them into the engine's snapshot.
 """
 
 from __future__ import annotations
@@ -28,98 +30,104 @@ from allotment.storage.tables import (
 INVENTORY_FIELDS = ("total", "reserved", "min_unit", "max_unit", "step_size",
                     "allocation_ratio")
 
+_RP = resource_providers
+_PARENT = _RP.alias("parent")
+_ROOT = _RP.alias("root")
+_ROOTS = sa.bindparam("roots", expanding=True)
+_IN_TREES = _RP.c.root_provider_id.in_(_ROOTS)
 
-def load(conn: Connection) -> dict[int, dict]:
-    """Every provider with its inventories, traits and aggregates.
+_PROVIDERS = (
+    sa.select(_RP.c.id, _RP.c.uuid, _RP.c.name, _RP.c.generation, _PARENT.c.uuid,
+              _ROOT.c.uuid, _RP.c.root_provider_id, _RP.c.created_at, _RP.c.updated_at)
+    .select_from(_RP)
+    .outerjoin(_PARENT, _PARENT.c.id == _RP.c.parent_provider_id)
+    .outerjoin(_ROOT, _ROOT.c.id == _RP.c.root_provider_id))
+_INVENTORIES = (
+    sa.select(inventories.c.resource_provider_id, resource_classes.c.name,
+              *(inventories.c[f] for f in INVENTORY_FIELDS))
+    .join(resource_classes, resource_classes.c.id == inventories.c.resource_class_id))
+_TRAITS = (
+    sa.select(resource_provider_traits.c.resource_provider_id, traits.c.name)
+    .join(traits, traits.c.id == resource_provider_traits.c.trait_id))
+_AGGREGATES = (
+    sa.select(resource_provider_aggregates.c.resource_provider_id, placement_aggregates.c.uuid)
+    .join(placement_aggregates,
+          placement_aggregates.c.id == resource_provider_aggregates.c.aggregate_id))
 
+
+def _in_trees(query: sa.Select, provider_column: sa.Column) -> sa.Select:
+    return query.join(_RP, _RP.c.id == provider_column).where(_IN_TREES)
+
+
+_TREE_PROVIDERS = _PROVIDERS.where(_IN_TREES)
+_TREE_INVENTORIES = _in_trees(_INVENTORIES, inventories.c.resource_provider_id)
+_TREE_TRAITS = _in_trees(_TRAITS, resource_provider_traits.c.resource_provider_id)
+_TREE_AGGREGATES = _in_trees(_AGGREGATES, resource_provider_aggregates.c.resource_provider_id)
+
+
+def load(conn: Connection, root_ids: Iterable[int] | None = None) -> dict[int, dict]:
+    """Providers with their inventories, traits and aggregates.
+
+    Every provider, or with ``root_ids`` only the members of the trees with
+    those roots *now* (a root that no longer exists contributes nothing).
     Returns ``{provider_id: {"uuid", "name", "generation", "parent_uuid",
-    "root_uuid", "inventories": {rc: (total, reserved, min_unit, max_unit,
-    step_size, allocation_ratio)}, "traits": set, "aggregates": set}}``.
-    Rows are unpacked positionally: at 100,000 rows and more, attribute
-    access on result rows is a measurable share of a cache rebuild.
+    "root_uuid", "root_id", "created_at", "updated_at", "inventories": {rc:
+    (total, reserved, min_unit, max_unit, step_size, allocation_ratio)},
+    "traits": set, "aggregates": set}}``.  Rows are unpacked positionally:
+    at 100,000 rows and more, attribute access on result rows is a
+    measurable share of a full load.
     """
-    rp = resource_providers
-    parent = rp.alias("parent")
-    root = rp.alias("root")
-    rows = conn.execute(
-        sa.select(rp.c.id, rp.c.uuid, rp.c.name, rp.c.generation,
-                  parent.c.uuid, root.c.uuid)
-        .select_from(rp)
-        .outerjoin(parent, parent.c.id == rp.c.parent_provider_id)
-        .outerjoin(root, root.c.id == rp.c.root_provider_id))
+    if root_ids is None:
+        params: dict = {}
+        queries = (_PROVIDERS, _INVENTORIES, _TRAITS, _AGGREGATES)
+    else:
+        roots = sorted(set(root_ids))
+        if not roots:
+            return {}
+        params = {"roots": roots}
+        queries = (_TREE_PROVIDERS, _TREE_INVENTORIES, _TREE_TRAITS, _TREE_AGGREGATES)
+    providers_q, inventories_q, traits_q, aggregates_q = queries
     world: dict[int, dict] = {
         pid: {"uuid": uuid, "name": name, "generation": generation,
-              "parent_uuid": parent_uuid, "root_uuid": root_uuid,
+              "parent_uuid": parent_uuid, "root_uuid": root_uuid, "root_id": root_id,
+              "created_at": created_at, "updated_at": updated_at,
               "inventories": {}, "traits": set(), "aggregates": set()}
-        for pid, uuid, name, generation, parent_uuid, root_uuid in rows}
+        for pid, uuid, name, generation, parent_uuid, root_uuid, root_id, created_at,
+        updated_at in conn.execute(providers_q, params)}
     if not world:
         return world
-
-    inv = inventories
-    rows = conn.execute(
-        sa.select(inv.c.resource_provider_id, resource_classes.c.name,
-                  *(inv.c[f] for f in INVENTORY_FIELDS))
-        .join(resource_classes, resource_classes.c.id == inv.c.resource_class_id))
-    for pid, rc, *fields in rows:
+    for pid, rc, *fields in conn.execute(inventories_q, params):
         world[pid]["inventories"][rc] = tuple(fields)
-
-    rows = conn.execute(
-        sa.select(resource_provider_traits.c.resource_provider_id, traits.c.name)
-        .join(traits, traits.c.id == resource_provider_traits.c.trait_id))
-    for pid, name in rows:
+    for pid, name in conn.execute(traits_q, params):
         world[pid]["traits"].add(name)
-
-    rows = conn.execute(
-        sa.select(resource_provider_aggregates.c.resource_provider_id,
-                  placement_aggregates.c.uuid)
-        .join(placement_aggregates,
-              placement_aggregates.c.id == resource_provider_aggregates.c.aggregate_id)
-    )
-    for pid, agg in rows:
+    for pid, agg in conn.execute(aggregates_q, params):
         world[pid]["aggregates"].add(agg)
     return world
 
 
-def usage(conn: Connection, class_ids: Iterable[int] | None = None
-          ) -> list[tuple[int, int, int]]:
+_USAGE = (
+    sa.select(allocations.c.resource_provider_id, allocations.c.resource_class_id,
+              sa.func.sum(allocations.c.used))
+    .group_by(allocations.c.resource_provider_id, allocations.c.resource_class_id))
+
+
+def usage(conn: Connection) -> list[tuple[int, int, int]]:
     """``(provider id, class id, used)`` for every allocated pair.
 
-    One GROUP BY over allocations, answered from the (provider, class)
-    index; ``class_ids`` restricts it to some classes.
+    One GROUP BY over allocations, answered from the (provider, class) index.
     """
-    query = (
-        sa.select(allocations.c.resource_provider_id,
-                  allocations.c.resource_class_id,
-                  sa.func.sum(allocations.c.used))
-        .group_by(allocations.c.resource_provider_id,
-                  allocations.c.resource_class_id))
-    if class_ids is not None:
-        query = query.where(allocations.c.resource_class_id.in_(sorted(set(class_ids))))
-    return [(p, c, int(used)) for p, c, used in conn.execute(query)]
+    return [(p, c, int(used)) for p, c, used in conn.execute(_USAGE)]
+
+
+_CLASSES = sa.select(resource_classes.c.id, resource_classes.c.name)
+_TRAIT_IDS = sa.select(traits.c.name, traits.c.id)
 
 
 def class_names(conn: Connection) -> dict[int, str]:
     """Every resource class, by id."""
-    return dict(conn.execute(sa.select(resource_classes.c.id, resource_classes.c.name)).all())
+    return dict(conn.execute(_CLASSES).all())
 
 
 def trait_ids(conn: Connection) -> dict[str, int]:
     """Every trait name with its id."""
-    return dict(conn.execute(sa.select(traits.c.name, traits.c.id)).all())
-
-
-def existing_names(conn: Connection, class_names: Iterable[str],
-                   trait_names: Iterable[str]) -> tuple[set[str], set[str]]:
-    """Which of the named resource classes and traits exist."""
-    found_classes: set[str] = set()
-    found_traits: set[str] = set()
-    wanted = sorted(set(class_names))
-    if wanted:
-        found_classes = set(conn.execute(
-            sa.select(resource_classes.c.name)
-            .where(resource_classes.c.name.in_(wanted))).scalars())
-    wanted = sorted(set(trait_names))
-    if wanted:
-        found_traits = set(conn.execute(
-            sa.select(traits.c.name).where(traits.c.name.in_(wanted))).scalars())
-    return found_classes, found_traits
+    return dict(conn.execute(_TRAIT_IDS).all())

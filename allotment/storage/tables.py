@@ -164,12 +164,21 @@ allocations = sa.Table(
     *_timestamps(),
 )
 
-# One row (id 1): the version of everything the candidate search caches
-# (see storage/topology.py).
-placement_state = sa.Table(
-    "placement_state",
+# The change feed (see storage/feed.py): one row per write transaction.
+placement_changes = sa.Table(
+    "placement_changes",
+    metadata,
+    sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"),
+              primary_key=True, autoincrement=True),
+    sa.Column("created_at", sa.DateTime(timezone=False), nullable=False, index=True),
+    sa.Column("data", sa.Text, nullable=False),
+    sqlite_autoincrement=True,
+)
+
+# One row (id 1): rows of the feed below this id may have been pruned.
+placement_feed_state = sa.Table(
+    "placement_feed_state",
     metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
-    sa.Column("topology_version", sa.BigInteger, nullable=False,
-              server_default="0"),
+    sa.Column("pruned_below", sa.BigInteger, nullable=False, server_default="0"),
 )

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Row
 
-from allotment.storage import names
+from allotment.storage import feed, names
 from allotment.storage.tables import resource_provider_traits, traits
 
 TABLE = traits
@@ -22,19 +22,31 @@ def ids_for(conn: Connection, wanted: Iterable[str]) -> dict[str, int]:
 
 
 def ensure(conn: Connection, name: str) -> tuple[Row, bool]:
-    return names.ensure(conn, TABLE, name)
+    row, created = names.ensure(conn, TABLE, name)
+    if created:
+        feed.note_names(conn)
+    return row, created
 
 
 def create(conn: Connection, name: str) -> Row | None:
-    return names.insert(conn, TABLE, name)
+    row = names.insert(conn, TABLE, name)
+    if row is not None:
+        feed.note_names(conn)
+    return row
 
 
 def delete(conn: Connection, name: str) -> int:
-    return names.delete(conn, TABLE, name)
+    gone = names.delete(conn, TABLE, name)
+    if gone:
+        feed.note_names(conn)
+    return gone
 
 
 def sync(conn: Connection, standard: Iterable[str]) -> int:
-    return names.sync(conn, TABLE, standard)
+    added = names.sync(conn, TABLE, standard)
+    if added:
+        feed.note_names(conn)
+    return added
 
 
 def in_use(conn: Connection, trait_id: int) -> bool:

@@ -180,6 +180,10 @@ def _compare(live: LiveSnapshot, records, usage, data) -> None:
         assert live.parent_uuid_of(u) == fresh.parent_uuid_of(u)
         assert live.get(u) == fresh.get(u)
         assert set(live.tree_uuids(u)) == set(fresh.tree_uuids(u))
+    assert {rc: sorted(live.uuids[i] for i in m) for rc, m in live.by_rc.items()} == {
+        rc: sorted(fresh.uuids[i] for i in m) for rc, m in fresh.by_rc.items()}
+    assert sorted(map(sorted, live.root_trait_sets())) == sorted(
+        map(sorted, {fresh.traits[r] for r in fresh.roots}))
     shared = {live.uuids[s]: sorted(live.uuids[r] for r in a)
               for s, a in live.anchors_of_sharing.items()}
     assert shared == {fresh.uuids[s]: sorted(fresh.uuids[r] for r in a)
@@ -225,6 +229,24 @@ def test_replace_trees_moves_a_subtree_and_reanchors_sharing():
     assert live.uuids[live.index[pid(5)]] == pid(5)
     assert len(live) == 4
     assert [live.uuids[r] for r in live.roots] == [pid(3), pid(5), pid(9)]
+
+
+def test_a_provider_moved_out_of_a_tree_not_named_leaves_the_rest_of_it():
+    inv = {"VCPU": Inventory(total=4)}
+    live = LiveSnapshot.build([
+        ProviderRecord(uuid=pid(1), inventories=inv),
+        ProviderRecord(uuid=pid(2), parent_uuid=pid(1), inventories=inv),
+        ProviderRecord(uuid=pid(3), parent_uuid=pid(1), inventories=inv),
+        ProviderRecord(uuid=pid(4), inventories=inv),
+    ])
+    live.replace_trees([pid(4)], [
+        ProviderRecord(uuid=pid(4), inventories=inv),
+        ProviderRecord(uuid=pid(3), parent_uuid=pid(4), inventories=inv),
+    ])
+    assert sorted(live.tree_uuids(pid(1))) == [pid(1), pid(2)]
+    assert sorted(live.tree_uuids(pid(4))) == [pid(3), pid(4)]
+    assert live.is_leaf(live.index[pid(1)]) is False
+    assert live.is_leaf(live.index[pid(2)])
 
 
 def test_replace_trees_refuses_records_with_unknown_parents():

@@ -1,0 +1,290 @@
+"""The change feed: what every write changed, appended in its own transaction.
+
+API processes keep the provider world (trees, inventories, traits,
+aggregates and usage) in memory.  So that each of them can bring its copy
+up to date by reading only what changed, every write transaction appends
+one row to ``placement_changes`` naming what it touched:
+
+* ``t``: ids of the roots of provider trees whose shape, names,
+  generations, inventories, traits or aggregates changed (the old and the
+  new root when a subtree moves);
+* ``n``: the names of resource classes or traits changed;
+* ``u``: usage deltas ``[provider id, class id, delta]`` of allocation writes;
+* ``g``: ``[provider id, generation, when]`` of providers whose generation
+  a write moved (``when`` is the provider's new ``updated_at``);
+* ``r``: everything may have changed (a reader reloads the whole world).
+
+Storage functions *note* changes as they make them (:func:`note_roots`,
+:func:`note_usage` ...); :class:`~allotment.storage.db.Database` collects
+the notes of one transaction and :func:`flush` writes them as one row just
+before it commits, so the row commits or rolls back with the change.  There
+is no counter row that every writer would have to update.
+
+Ids come from the database's sequence, which hands them out in the order
+rows are *inserted*, not the order transactions *commit*: on PostgreSQL and
+MySQL a reader can see row 12 before row 11 commits.  Readers therefore keep
+track of the ids they skipped (see ``allotment.world``) and ask
+:func:`in_flight_before` whether a skipped id can still appear.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from allotment.storage.tables import placement_changes, placement_feed_state, resource_providers
+
+TABLE = placement_changes
+_STATE = placement_feed_state.c.id == 1
+_NOTES = "allotment.feed_notes"
+# Writers prune old rows every so many ids (see flush).
+PRUNE_EVERY = 512
+
+
+def utcnow() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
+
+
+@dataclass
+class Notes:
+    """The changes of one write transaction, not yet written."""
+
+    roots: set[int] = field(default_factory=set)
+    providers: set[int] = field(default_factory=set)
+    names: bool = False
+    reset: bool = False
+    usage: dict[tuple[int, int], int] = field(default_factory=dict)
+    generations: dict[int, tuple[int, datetime.datetime]] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.roots or self.providers or self.names or self.reset
+                    or any(self.usage.values()) or self.generations)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One row of the feed, as a reader sees it."""
+
+    id: int
+    roots: tuple[int, ...] = ()
+    names: bool = False
+    reset: bool = False
+    usage: tuple[tuple[int, int, int], ...] = ()
+    # (provider id, generation, updated_at)
+    generations: tuple[tuple[int, int, datetime.datetime], ...] = ()
+
+
+# -- writing -------------------------------------------------------------------
+
+def begin(conn: Connection) -> Notes:
+    """Start collecting the notes of the transaction open on ``conn``."""
+    notes = conn.info[_NOTES] = Notes()
+    return notes
+
+
+def end(conn: Connection) -> Notes | None:
+    """Stop collecting; returns what was collected (None if nothing was)."""
+    return conn.info.pop(_NOTES, None)
+
+
+def _notes(conn: Connection) -> Notes:
+    notes = conn.info.get(_NOTES)
+    if notes is None:
+        # A write made outside Database.write() (set-up code): it gets its
+        # notes written when ``flush`` is called by whoever opened it.
+        notes = begin(conn)
+    return notes
+
+
+def note_roots(conn: Connection, root_ids: Iterable[int | None]) -> None:
+    """The trees with these roots changed (ids as they were before the change)."""
+    _notes(conn).roots.update(r for r in root_ids if r is not None)
+
+
+def note_providers(conn: Connection, provider_ids: Iterable[int]) -> None:
+    """These providers changed; their trees are looked up when the notes are written."""
+    _notes(conn).providers.update(provider_ids)
+
+
+def note_names(conn: Connection) -> None:
+    _notes(conn).names = True
+
+
+def note_reset(conn: Connection) -> None:
+    _notes(conn).reset = True
+
+
+def note_usage(conn: Connection, deltas: Mapping[tuple[int, int], int]) -> None:
+    """Usage moved by ``{(provider id, class id): delta}``."""
+    usage = _notes(conn).usage
+    for key, delta in deltas.items():
+        if delta:
+            usage[key] = usage.get(key, 0) + delta
+
+
+def note_generation(conn: Connection, provider_id: int, generation: int,
+                    when: datetime.datetime) -> None:
+    """A write moved a provider's generation (and its ``updated_at`` to ``when``)."""
+    notes = _notes(conn)
+    notes.generations[provider_id] = max(
+        (generation, when), notes.generations.get(provider_id, (0, when)))
+
+
+_ROOTS_OF = sa.select(resource_providers.c.root_provider_id).where(
+    resource_providers.c.id.in_(sa.bindparam("ids", expanding=True))).distinct()
+
+
+def flush(conn: Connection, notes: Notes | None, *,
+          retention: datetime.timedelta | None = None) -> int | None:
+    """Append ``notes`` as one row (if they say anything); returns its id.
+
+    Called last in the transaction, so the row's id is taken as late as
+    possible: the later it is taken, the shorter the time in which another
+    transaction's row with a higher id can commit before it.  Every
+    ``PRUNE_EVERY`` ids, rows older than ``retention`` are deleted too.
+    """
+    if not notes:
+        return None
+    roots = set(notes.roots)
+    if notes.providers:
+        roots.update(conn.execute(_ROOTS_OF, {"ids": sorted(notes.providers)}).scalars())
+    data: dict = {}
+    if roots:
+        data["t"] = sorted(r for r in roots if r is not None)
+    if notes.names:
+        data["n"] = 1
+    if notes.reset:
+        data["r"] = 1
+    usage = [[p, c, d] for (p, c), d in sorted(notes.usage.items()) if d]
+    if usage:
+        data["u"] = usage
+    if notes.generations:
+        data["g"] = sorted([p, g, when.isoformat()]
+                           for p, (g, when) in notes.generations.items())
+    now = utcnow()
+    if not data:
+        return None
+    new_id = conn.execute(sa.insert(TABLE).values(
+        created_at=now, data=json.dumps(data, separators=(",", ":")))
+    ).inserted_primary_key[0]
+    if retention is not None and new_id % PRUNE_EVERY == 0:
+        prune(conn, now - retention, below=new_id)
+    return new_id
+
+
+def prune(conn: Connection, older_than: datetime.datetime, *, below: int) -> int:
+    """Delete rows created before ``older_than`` with ids under ``below``.
+
+    The newest row always stays, so ids never restart on a database that
+    forgets its sequence with the table empty.  Returns how many went.
+    """
+    last = conn.execute(
+        sa.select(sa.func.max(TABLE.c.id))
+        .where(TABLE.c.created_at < older_than, TABLE.c.id < below)).scalar()
+    if last is None:
+        return 0
+    gone = conn.execute(sa.delete(TABLE).where(TABLE.c.id <= last)).rowcount
+    conn.execute(sa.update(placement_feed_state).where(
+        _STATE, placement_feed_state.c.pruned_below < last + 1)
+        .values(pruned_below=last + 1))
+    return gone
+
+
+# -- reading -------------------------------------------------------------------
+
+def _entry(row_id: int, text: str) -> Entry:
+    data = json.loads(text)
+    return Entry(
+        id=row_id,
+        roots=tuple(data.get("t", ())),
+        names=bool(data.get("n")),
+        reset=bool(data.get("r")),
+        usage=tuple(tuple(u) for u in data.get("u", ())),
+        generations=tuple((p, g, datetime.datetime.fromisoformat(when))
+                          for p, g, when in data.get("g", ())),
+    )
+
+
+_AFTER = sa.select(TABLE.c.id, TABLE.c.data).where(
+    TABLE.c.id > sa.bindparam("after")).order_by(TABLE.c.id)
+_AFTER_OR = sa.select(TABLE.c.id, TABLE.c.data).where(
+    sa.or_(TABLE.c.id > sa.bindparam("after"),
+           TABLE.c.id.in_(sa.bindparam("ids", expanding=True)))).order_by(TABLE.c.id)
+_BY_IDS = sa.select(TABLE.c.id, TABLE.c.data).where(
+    TABLE.c.id.in_(sa.bindparam("ids", expanding=True))).order_by(TABLE.c.id)
+_IDS_AFTER = sa.select(TABLE.c.id).where(TABLE.c.id > sa.bindparam("after")).order_by(TABLE.c.id)
+_HEAD = sa.select(sa.func.max(TABLE.c.id))
+_PRUNED = sa.select(placement_feed_state.c.pruned_below).where(_STATE)
+
+
+def read(conn: Connection, after: int, also: Iterable[int] = ()) -> list[Entry]:
+    """Rows with ids above ``after`` plus those among ``also``, in id order."""
+    also = sorted(also)
+    if also:
+        rows = conn.execute(_AFTER_OR, {"after": after, "ids": also})
+    else:
+        rows = conn.execute(_AFTER, {"after": after})
+    return [_entry(i, text) for i, text in rows]
+
+
+def read_ids(conn: Connection, ids: Iterable[int]) -> list[Entry]:
+    ids = sorted(ids)
+    if not ids:
+        return []
+    return [_entry(i, text) for i, text in conn.execute(_BY_IDS, {"ids": ids})]
+
+
+def head(conn: Connection) -> int:
+    """The highest id present (0 for an empty feed)."""
+    return int(conn.execute(_HEAD).scalar() or 0)
+
+
+def ids_after(conn: Connection, after: int) -> list[int]:
+    return list(conn.execute(_IDS_AFTER, {"after": after}).scalars())
+
+
+def pruned_below(conn: Connection) -> int:
+    """Rows below this id may have been deleted by pruning."""
+    return int(conn.execute(_PRUNED).scalar() or 0)
+
+
+def now(conn: Connection) -> datetime.datetime:
+    """The database server's clock (naive UTC on SQLite)."""
+    backend = conn.dialect.name
+    if backend == "postgresql":
+        return conn.execute(sa.text("SELECT clock_timestamp()")).scalar()
+    if backend == "mysql":
+        return conn.execute(sa.text("SELECT NOW(6)")).scalar()
+    return utcnow()
+
+
+def in_flight_before(conn: Connection, when: datetime.datetime) -> bool | None:
+    """Whether a transaction that began before ``when`` (server clock) is open.
+
+    A skipped id belongs to a transaction that began before the skip was
+    noticed; once no such transaction is open, the id will never appear.
+    None means the database will not tell (MySQL without the PROCESS
+    privilege); SQLite serialises writers, so nothing is ever in flight.
+    """
+    backend = conn.dialect.name
+    if backend == "postgresql":
+        return conn.execute(sa.text(
+            "SELECT EXISTS (SELECT 1 FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid() "
+            "AND backend_type = 'client backend' AND xact_start <= :when)"),
+            {"when": when}).scalar()
+    if backend == "mysql":
+        # Run on an autocommit connection: a refusal spoils no transaction.
+        try:
+            return bool(conn.execute(sa.text(
+                "SELECT COUNT(*) FROM information_schema.innodb_trx "
+                "WHERE trx_started <= :when "
+                "AND trx_mysql_thread_id <> CONNECTION_ID()"), {"when": when}).scalar())
+        except sa.exc.DBAPIError:
+            return None
+    return False

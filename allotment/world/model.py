@@ -1,0 +1,135 @@
+"""The in-memory world: providers, usage and names, changed by feed entries.
+
+Pure data and pure functions: the SQL that reads what to apply lives in
+``allotment.storage``; ``allotment.world.sync`` decides when to apply it.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from allotment.engine.live import LiveSnapshot
+from allotment.engine.snapshot import Inventory, ProviderRecord
+
+
+@dataclass(frozen=True)
+class Names:
+    """Resource classes and traits as the world knows them."""
+
+    class_by_id: Mapping[int, str] = field(default_factory=dict)
+    # Trait name -> id: summaries list traits in id order as Placement does
+    # (standard traits first, then custom ones in creation order).
+    trait_rank: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def classes(self) -> frozenset[str]:
+        return frozenset(self.class_by_id.values())
+
+    def renames_classes_of(self, other: Names) -> bool:
+        """Whether some class id kept in both is named differently here."""
+        return any(other.class_by_id.get(cid, name) != name
+                   for cid, name in self.class_by_id.items())
+
+
+@dataclass(frozen=True)
+class Stamp:
+    """What listings say about a provider besides what the engine keeps."""
+
+    id: int
+    root_id: int
+    created_at: datetime.datetime | None
+    updated_at: datetime.datetime | None
+
+
+# Interned inventory objects: most providers of a cloud share a few.
+_INVENTORIES: dict[tuple, Inventory] = {}
+
+
+def _inventory(fields: tuple) -> Inventory:
+    inv = _INVENTORIES.get(fields)
+    if inv is None:
+        if len(_INVENTORIES) > 100_000:
+            _INVENTORIES.clear()
+        inv = _INVENTORIES[fields] = Inventory(*fields)
+    return inv
+
+
+def records_of(loaded: Mapping[int, dict]) -> list[ProviderRecord]:
+    """Engine records from what ``storage.snapshot.load`` returns (no usage)."""
+    return [ProviderRecord(
+        uuid=p["uuid"], name=p["name"], generation=p["generation"],
+        parent_uuid=p["parent_uuid"], root_uuid=p["root_uuid"],
+        inventories={rc: _inventory(fields) for rc, fields in p["inventories"].items()},
+        traits=frozenset(p["traits"]), aggregates=frozenset(p["aggregates"]))
+        for p in loaded.values()]
+
+
+class World:
+    """Every provider with its usage, plus the names of classes and traits."""
+
+    def __init__(self, loaded: Mapping[int, dict], usage: Iterable[tuple[int, int, int]],
+                 names: Names) -> None:
+        self.names = names
+        self.stamps: dict[str, Stamp] = {}
+        self.uuid_of_id: dict[int, str] = {}
+        self._remember(loaded)
+        self.snapshot = LiveSnapshot.build(records_of(loaded))
+        self.snapshot.add_usage(self._usage_deltas(usage))
+
+    def _remember(self, loaded: Mapping[int, dict]) -> None:
+        for pid, p in loaded.items():
+            self.uuid_of_id[pid] = p["uuid"]
+            self.stamps[p["uuid"]] = Stamp(pid, p["root_id"], p["created_at"], p["updated_at"])
+
+    def _usage_deltas(self, deltas: Iterable[tuple[int, int, int]]
+                      ) -> Iterable[tuple[str, str, int]]:
+        uuid_of_id, class_by_id = self.uuid_of_id, self.names.class_by_id
+        for pid, cid, amount in deltas:
+            uuid = uuid_of_id.get(pid)
+            rc = class_by_id.get(cid)
+            # A provider the world does not know has been deleted since
+            # (deletion needs it to hold nothing, so nothing is lost).
+            if uuid is not None and rc is not None:
+                yield uuid, rc, amount
+
+    def root_uuids(self, root_ids: Iterable[int]) -> list[str]:
+        """UUIDs of the providers with these ids that the world knows."""
+        return [u for u in map(self.uuid_of_id.get, root_ids) if u is not None]
+
+    # -- changes ---------------------------------------------------------------
+
+    def replace_trees(self, root_ids: Iterable[int], loaded: Mapping[int, dict]) -> None:
+        """The trees whose roots were ``root_ids`` are now exactly ``loaded``."""
+        snap = self.snapshot
+        old_roots = self.root_uuids(set(root_ids))
+        before: set[str] = set()
+        for uuid in old_roots:
+            i = snap.index.get(uuid)
+            if i is not None:
+                before.update(snap.uuids[m] for m in snap.tree_members(snap.root[i]))
+        snap.replace_trees(old_roots, records_of(loaded))
+        kept = {p["uuid"] for p in loaded.values()}
+        for uuid in before - kept:
+            stamp = self.stamps.pop(uuid, None)
+            if stamp is not None:
+                self.uuid_of_id.pop(stamp.id, None)
+        self._remember(loaded)
+
+    def add_usage(self, deltas: Iterable[tuple[int, int, int]]) -> None:
+        self.snapshot.add_usage(self._usage_deltas(deltas))
+
+    def touch(self, generations: Iterable[tuple[int, int, datetime.datetime]]) -> None:
+        """A write moved these providers' generations, and ``updated_at`` with them.
+
+        Both only move forwards, so notes applied out of order leave the newest.
+        """
+        for pid, generation, when in generations:
+            uuid = self.uuid_of_id.get(pid)
+            if uuid is None:
+                continue
+            self.snapshot.set_generation(uuid, generation)
+            stamp = self.stamps[uuid]
+            if stamp.updated_at is None or when > stamp.updated_at:
+                self.stamps[uuid] = Stamp(stamp.id, stamp.root_id, stamp.created_at, when)

@@ -1,0 +1,222 @@
+"""Keep a process's world current by reading the change feed.
+
+Each request first calls :func:`current`, which reads the feed rows this
+process has not applied yet -- one indexed range read when nothing changed
+-- applies them, and hands out the world under a lock, so a request sees
+every change committed before it began and never a world half-way through
+a change.  Only at start (or when the feed was pruned past what this
+process had read, or a write asked every process to reload) is the whole
+world read.
+
+Ids of feed rows are taken in insert order, but on PostgreSQL and MySQL
+transactions commit in any order: row 12 can be visible while row 11 is
+still to come.  So the reader remembers every id it skipped (a *gap*) and
+asks for those again with every read until they appear.  An id can also
+never appear (its transaction rolled back after taking it); once the
+database says no transaction that began before the gap was noticed is still
+open, a gap that has not appeared never will, and is forgotten.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import threading
+import time
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from allotment.storage import feed
+from allotment.storage import snapshot as store
+from allotment.storage.db import Database
+from allotment.world.model import Names, World
+
+LOG = logging.getLogger(__name__)
+
+# A gap younger than this (seconds) is simply asked for again: the
+# transaction holding it is usually about to commit.
+GAP_PATIENCE = 1.0
+# When the database cannot tell which transactions are open (MySQL without
+# the PROCESS privilege), a gap older than this is taken as rolled back.
+GAP_TIMEOUT = 60.0
+# More gaps than this means something odd is going on: reload everything.
+MAX_GAPS = 10_000
+
+
+@dataclass(frozen=True)
+class Gap:
+    noticed: datetime.datetime | None  # database clock; None on SQLite
+    since: float  # time.monotonic() when first noticed
+
+
+class Replica:
+    """One process's copy of the provider world, for one database."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.lock = threading.RLock()
+        self.world: World | None = None
+        self.head = 0  # every id up to here was applied or is a gap
+        self.gaps: dict[int, Gap] = {}
+        self._checked = 0.0
+        self.rebuilds = 0
+
+    @contextmanager
+    def current(self) -> Iterator[World]:
+        """The world with every change committed before now, held until exit."""
+        with self.lock:
+            self.catch_up()
+            yield self.world
+
+    # -- catching up ---------------------------------------------------------
+
+    def catch_up(self) -> None:
+        with self.lock:
+            if self.world is None:
+                self.rebuild()
+                return
+            with self.db.autocommit() as conn:
+                entries = feed.read(conn, self.head, self.gaps)
+                if entries and not self._account(conn, entries):
+                    entries = None  # the feed was pruned past us
+                elif self.gaps:
+                    entries.extend(self._settle_gaps(conn))
+            if entries is None:
+                self.rebuild()
+            elif entries:
+                self.apply(entries)
+
+    def _account(self, conn, entries: list[feed.Entry]) -> bool:
+        """Move ``head`` past ``entries``, noting the ids they skip.
+
+        False when a skipped id may have been pruned: then what it said is
+        lost to us.
+        """
+        for e in entries:
+            self.gaps.pop(e.id, None)
+        top = entries[-1].id
+        if top <= self.head:
+            return True
+        present = {e.id for e in entries}
+        skipped = [i for i in range(self.head + 1, top) if i not in present]
+        self.head = top
+        if not skipped:
+            return True
+        if skipped[0] < feed.pruned_below(conn):
+            return False
+        if self.db.backend == "sqlite":
+            # Writers are serial and ids never reused: a skipped id was
+            # rolled back, never to appear.
+            return True
+        noticed = feed.now(conn)
+        since = time.monotonic()
+        for i in skipped:
+            self.gaps[i] = Gap(noticed, since)
+        return len(self.gaps) <= MAX_GAPS
+
+    def _settle_gaps(self, conn) -> list[feed.Entry]:
+        """Forget gaps that can no longer fill; returns any that just did."""
+        now = time.monotonic()
+        if now - self._checked < GAP_PATIENCE:
+            return []
+        due = {i: g for i, g in self.gaps.items() if now - g.since >= GAP_PATIENCE}
+        if not due:
+            return []
+        self._checked = now
+        settled: set[int] = set()
+        for noticed in sorted({g.noticed for g in due.values()}):
+            open_ = feed.in_flight_before(conn, noticed)
+            if open_ is None:
+                settled.update(i for i, g in due.items()
+                               if g.noticed == noticed and now - g.since >= GAP_TIMEOUT)
+                if settled:
+                    LOG.warning("Change feed ids %s were skipped for %.0f s and the "
+                                "database does not say which transactions are open; "
+                                "taking them as rolled back", sorted(settled), GAP_TIMEOUT)
+            elif not open_:
+                settled.update(i for i, g in due.items() if g.noticed == noticed)
+            else:
+                break  # later ones were noticed later still
+        if not settled:
+            return []
+        # Read them once more: one may have committed just before the check.
+        late = feed.read_ids(conn, settled)
+        for i in settled:
+            self.gaps.pop(i, None)
+        return late
+
+    # -- applying ------------------------------------------------------------
+
+    def rebuild(self) -> None:
+        """Read the whole world, and where the feed stands, in one snapshot."""
+        with self.lock:
+            with self.db.read() as conn:
+                pruned = feed.pruned_below(conn)
+                ids = feed.ids_after(conn, max(pruned - 1, 0))
+                loaded = store.load(conn)
+                usage = store.usage(conn)
+                names = Names(store.class_names(conn), store.trait_ids(conn))
+                noticed = feed.now(conn) if self.db.backend != "sqlite" else None
+            self.world = World(loaded, usage, names)
+            self.head = ids[-1] if ids else max(pruned - 1, 0)
+            self.gaps = {}
+            if noticed is not None and ids:
+                since = time.monotonic()
+                present = set(ids)
+                self.gaps = {i: Gap(noticed, since)
+                             for i in range(max(pruned, 1), self.head) if i not in present}
+            self.rebuilds += 1
+
+    def apply(self, entries: list[feed.Entry]) -> None:
+        """Bring the world up to date with ``entries`` (any order)."""
+        world = self.world
+        if any(e.reset for e in entries):
+            self.rebuild()
+            return
+        roots: set[int] = set()
+        names_changed = False
+        for e in entries:
+            roots.update(e.roots)
+            names_changed = names_changed or e.names
+        if roots or names_changed:
+            # Trees are read as they are now, which may already include
+            # changes of rows still to come: reading them again then is
+            # harmless, as a tree is replaced whole.
+            with self.db.read() as conn:
+                names = (Names(store.class_names(conn), store.trait_ids(conn))
+                         if names_changed else world.names)
+                loaded = store.load(conn, roots) if roots else {}
+            if names.renames_classes_of(world.names):
+                # Inventories and usage are kept by class name.
+                self.rebuild()
+                return
+            world.names = names
+            if roots:
+                world.replace_trees(roots, loaded)
+        for e in entries:
+            if e.usage:
+                world.add_usage(e.usage)
+            if e.generations:
+                world.touch(e.generations)
+
+
+_REPLICAS: weakref.WeakKeyDictionary[Database, Replica] = weakref.WeakKeyDictionary()
+_REGISTRY_LOCK = threading.Lock()
+
+
+def replica(db: Database) -> Replica:
+    """This process's replica of ``db``'s world (made on first use)."""
+    with _REGISTRY_LOCK:
+        found = _REPLICAS.get(db)
+        if found is None:
+            found = _REPLICAS[db] = Replica(db)
+        return found
+
+
+@contextmanager
+def current(db: Database) -> Iterator[World]:
+    """The world of ``db`` as of now; see :meth:`Replica.current`."""
+    with replica(db).current() as world:
+        yield world
