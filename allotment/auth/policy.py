@@ -8,6 +8,8 @@ Each :class:`Policy` owns its Enforcer, built from the ConfigOpts it is given
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -33,12 +35,32 @@ class _RulesDenied(Exception):
         super().__init__(*args)
 
 
+# How often (seconds) the policy files are looked at for changes.  oslo.policy
+# would stat them on every check; a changed file takes effect within this.
+RELOAD_INTERVAL = 1.0
+# Decisions remembered at most; a cloud has a handful of distinct callers.
+MAX_DECISIONS = 4096
+
+
+def _frozen(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return tuple(sorted((k, _frozen(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return tuple(sorted(map(str, value)))
+    return value
+
+
 class Policy:
     """Checks actions against Placement's rules and the operator's overrides.
 
     Honours ``[oslo_policy] policy_file`` (a missing file just means the
     defaults apply), ``policy_dirs`` and ``enforce_new_defaults``.  Scope is
     always checked: every Placement API rule is project scoped.
+
+    A decision depends only on the action, the target, the caller's
+    credentials and the rules, and the same few callers ask the same few
+    questions all day: decisions are remembered until the rules change
+    (the policy files are looked at once a second).
     """
 
     def __init__(
@@ -54,6 +76,48 @@ class Policy:
             rules if rules is not None else policies.list_rules())
         enforcer.load_rules()
         self.enforcer = enforcer
+        self._decisions: dict[tuple, tuple[str, str] | None] = {}
+        self._rules = enforcer.rules
+        self._looked = time.monotonic()
+        self._lock = threading.Lock()
+
+    def _fresh_decisions(self) -> dict:
+        now = time.monotonic()
+        if now - self._looked >= RELOAD_INTERVAL:
+            with self._lock:
+                self._looked = now
+                self.enforcer.load_rules()
+                if self.enforcer.rules is not self._rules:
+                    self._rules = self.enforcer.rules
+                    self._decisions = {}
+        if len(self._decisions) > MAX_DECISIONS:
+            self._decisions = {}
+        return self._decisions
+
+    def _decide(self, ctx: oslo_context.RequestContext, action: str,
+                target: Mapping[str, Any]) -> tuple[str, str] | None:
+        """None when allowed, else (kind, detail) of the refusal."""
+        decisions = self._fresh_decisions()
+        key = (action, _frozen(target), _frozen(ctx.to_policy_values()))
+        try:
+            return decisions[key]
+        except KeyError:
+            pass
+        except TypeError:  # something unhashable: decide without remembering
+            key = None
+        try:
+            self.enforcer.authorize(action, dict(target), ctx, do_raise=True,
+                                    exc=_RulesDenied)
+            decision = None
+        except _RulesDenied:
+            decision = ("rules", denied_message(action))
+        except oslo_policy.InvalidScope:
+            # Placement words a scope mismatch differently from a rule
+            # denial: the detail is the bare action name.
+            decision = ("scope", action)
+        if key is not None:
+            decisions[key] = decision
+        return decision
 
     def authorize(
         self,
@@ -68,19 +132,16 @@ class Policy:
         :raises oslo_policy.policy.PolicyNotRegistered: for an unknown
             action, which is a programming error (500), not a denial.
         """
-        try:
-            self.enforcer.authorize(action, dict(target), ctx, do_raise=True,
-                                    exc=_RulesDenied)
-        except _RulesDenied:
+        decision = self._decide(ctx, action, target)
+        if decision is None:
+            return True
+        kind, detail = decision
+        if kind == "rules":
             LOG.debug("Policy check for %s failed with credentials %s",
                       action, ctx.to_policy_values())
-            raise errors.Forbidden(denied_message(action)) from None
-        except oslo_policy.InvalidScope:
-            # Placement words a scope mismatch differently from a rule
-            # denial: the detail is the bare action name.
+        else:
             LOG.debug("Token scope does not suit %s", action)
-            raise errors.Forbidden(action) from None
-        return True
+        raise errors.Forbidden(detail)
 
     def check(
         self,
@@ -89,13 +150,7 @@ class Policy:
         target: Mapping[str, Any],
     ) -> bool:
         """Like :meth:`authorize` but answers False instead of raising."""
-        try:
-            return bool(self.enforcer.authorize(
-                action, dict(target), ctx, do_raise=False))
-        except oslo_policy.InvalidScope:
-            # Only raised when asked to raise, but a token of the wrong scope
-            # is a denial like any other, never a server error.
-            return False
+        return self._decide(ctx, action, target) is None
 
 
 def get_enforcer() -> oslo_policy.Enforcer:

@@ -41,7 +41,7 @@ CONCURRENT_UPDATE_MESSAGE = (
 _TREE_LOCK_KEY = 0x616C6C6F  # "allo"
 
 
-def _select() -> sa.Select:
+def _build_select() -> sa.Select:
     rp = TABLE
     root = TABLE.alias("root_rp")
     parent = TABLE.alias("parent_rp")
@@ -54,6 +54,19 @@ def _select() -> sa.Select:
     ).select_from(
         rp.outerjoin(root, rp.c.root_provider_id == root.c.id)
         .outerjoin(parent, rp.c.parent_provider_id == parent.c.id))
+
+
+# Built once: making the aliases anew for every query cost more than
+# running the query.
+_SELECT = _build_select()
+_BY_UUID = _SELECT.where(TABLE.c.uuid == sa.bindparam("uuid"))
+_BY_ID = _SELECT.where(TABLE.c.id == sa.bindparam("id"))
+_BY_UUIDS = _SELECT.where(TABLE.c.uuid.in_(sa.bindparam("uuids", expanding=True)))
+_BY_IDS = _SELECT.where(TABLE.c.id.in_(sa.bindparam("ids", expanding=True)))
+
+
+def _select() -> sa.Select:
+    return _SELECT
 
 
 def _storable(uuid: object) -> bool:
@@ -69,11 +82,11 @@ def get_by_uuid(conn: Connection, uuid: str) -> Row | None:
     """The provider with this UUID, or None (also for malformed UUIDs)."""
     if not _storable(uuid):
         return None
-    return conn.execute(_select().where(TABLE.c.uuid == uuid)).first()
+    return conn.execute(_BY_UUID, {"uuid": uuid}).first()
 
 
 def get_by_id(conn: Connection, provider_id: int) -> Row | None:
-    return conn.execute(_select().where(TABLE.c.id == provider_id)).first()
+    return conn.execute(_BY_ID, {"id": provider_id}).first()
 
 
 def get_many_by_uuid(conn: Connection, uuids: Iterable[str]) -> dict[str, Row]:
@@ -81,7 +94,7 @@ def get_many_by_uuid(conn: Connection, uuids: Iterable[str]) -> dict[str, Row]:
     wanted = sorted({u for u in uuids if _storable(u)})
     if not wanted:
         return {}
-    rows = conn.execute(_select().where(TABLE.c.uuid.in_(wanted)))
+    rows = conn.execute(_BY_UUIDS, {"uuids": wanted})
     return {row.uuid: row for row in rows}
 
 
@@ -89,7 +102,7 @@ def get_many_by_id(conn: Connection, ids: Iterable[int]) -> dict[int, Row]:
     wanted = sorted(set(ids))
     if not wanted:
         return {}
-    rows = conn.execute(_select().where(TABLE.c.id.in_(wanted)))
+    rows = conn.execute(_BY_IDS, {"ids": wanted})
     return {row.id: row for row in rows}
 
 

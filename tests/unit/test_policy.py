@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from oslo_policy import policy as oslo_policy
 from allotment import conf as allotment_conf
 from allotment import errors
 from allotment.auth import policies
+from allotment.auth import policy as policy_module
 from allotment.auth.policy import Policy, denied_message, get_enforcer
 from allotment.context import RequestContext
 
@@ -317,8 +319,27 @@ def test_policy_file_changes_are_picked_up(tmp_path) -> None:
     policy_file.write_text('"placement:traits:list": "role:auditor"\n')
     stat = policy_file.stat()
     os.utime(policy_file, (stat.st_atime, stat.st_mtime + 10))
+    # Files are looked at once per RELOAD_INTERVAL, not on every check.
+    time.sleep(policy_module.RELOAD_INTERVAL + 0.05)
     assert not allowed(policy, "member", policies.TRAITS_LIST)
     assert make_ctx(policy, "nobody", roles=["auditor"]).can(policies.TRAITS_LIST)
+
+
+def test_decisions_are_remembered_per_caller_and_target(tmp_path) -> None:
+    policy = make_policy(tmp_path)
+    calls = []
+    real = policy.enforcer.authorize
+
+    def counting(*args, **kwargs):
+        calls.append(args[0])
+        return real(*args, **kwargs)
+
+    policy.enforcer.authorize = counting
+    for _ in range(3):
+        assert allowed(policy, "admin", policies.TRAITS_LIST)
+        assert not allowed(policy, "member", policies.TRAITS_LIST)
+    # One real check per distinct caller, then remembered answers.
+    assert calls == [policies.TRAITS_LIST, policies.TRAITS_LIST]
 
 
 def test_enforcer_entry_point_reads_the_operator_config(tmp_path, monkeypatch) -> None:
