@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 
 import falcon
@@ -61,7 +60,7 @@ def _render(req: falcon.Request, resp: falcon.Response,
     version = getattr(req.context, "microversion", None)
     resp.status = falcon.code_to_http_status(exc.status)
     resp.content_type = "application/json"
-    resp.text = json.dumps(rendering.error_body(exc, req.env, version))
+    resp.data = rendering.dumps(rendering.error_body(exc, req.env, version))
     for name, value in exc.headers.items():
         resp.set_header(name, value)
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import datetime
-import json
 import re
 from email.utils import format_datetime
 from typing import Any
 
 import falcon
+import orjson
 
 from allotment import errors
 from allotment.api import microversion
@@ -44,9 +44,15 @@ def send_json(
     """
     resp.status = falcon.code_to_http_status(status)
     resp.content_type = "application/json"
-    resp.text = json.dumps(body)
+    resp.data = dumps(body)
     if cache:
         set_cache_headers(req, resp, last_modified)
+
+
+def dumps(body: Any) -> bytes:
+    """JSON for a response body (compact; orjson is several times faster
+    than the standard library on the big documents candidates make)."""
+    return orjson.dumps(body)
 
 
 def set_cache_headers(
@@ -77,6 +83,7 @@ def no_content(resp: falcon.Response, status: int = 204) -> None:
     resp.status = falcon.code_to_http_status(status)
     resp.content_type = None
     resp.text = None
+    resp.data = None
 
 
 def flatten_detail(text: str) -> str:
