@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import falcon
+import orjson
 
 from allotment.api import query, rendering
 from allotment.api.candidates_query import parse_allocation_candidates_query
@@ -33,21 +34,46 @@ def _allocation_request(cand: Candidate, want: tuple[int, int]) -> dict:
     return body
 
 
+def _summary_body(s: service.ProviderSummary, requested: frozenset[str] | None,
+                  want: tuple[int, int]) -> dict:
+    body: dict = {"resources": {
+        rc: {"capacity": capacity, "used": used}
+        for rc, (capacity, used) in s.resources.items()
+        if requested is None or rc in requested}}
+    if want >= _SUMMARY_TRAITS:
+        body["traits"] = list(s.traits)
+    if want >= _SUMMARY_TREE:
+        body["parent_provider_uuid"] = s.parent_uuid
+        body["root_provider_uuid"] = s.root_uuid
+    return body
+
+
+# Encoded summaries by (summary revision, what the microversion shows): a
+# provider's summary is the same from one request to the next until it
+# changes, and most of a big answer is summaries.
+_ENCODED: dict[tuple, orjson.Fragment] = {}
+_ENCODED_MAX = 200_000
+
+
 def _summaries(summaries: list[service.ProviderSummary],
                request: AllocationCandidatesRequest, want: tuple[int, int]) -> dict:
-    requested = {rc for g in request.groups for rc in g.resources}
+    requested = None
+    if want < _SUMMARY_ALL_CLASSES:
+        requested = frozenset(rc for g in request.groups for rc in g.resources)
+    shape = (want >= _SUMMARY_TRAITS, want >= _SUMMARY_TREE, requested)
+    if len(_ENCODED) > _ENCODED_MAX:
+        _ENCODED.clear()
     result = {}
     for s in summaries:
-        body: dict = {"resources": {
-            rc: {"capacity": capacity, "used": used}
-            for rc, (capacity, used) in s.resources.items()
-            if want >= _SUMMARY_ALL_CLASSES or rc in requested}}
-        if want >= _SUMMARY_TRAITS:
-            body["traits"] = list(s.traits)
-        if want >= _SUMMARY_TREE:
-            body["parent_provider_uuid"] = s.parent_uuid
-            body["root_provider_uuid"] = s.root_uuid
-        result[s.uuid] = body
+        if not s.revision:
+            result[s.uuid] = _summary_body(s, requested, want)
+            continue
+        key = (s.revision, shape)
+        encoded = _ENCODED.get(key)
+        if encoded is None:
+            encoded = _ENCODED[key] = orjson.Fragment(
+                orjson.dumps(_summary_body(s, requested, want)))
+        result[s.uuid] = encoded
     return result
 
 

@@ -43,7 +43,8 @@ _NO_AGGS: frozenset[str] = frozenset()
 class LiveSnapshot(Snapshot):
     """A :class:`Snapshot` that :meth:`replace_trees` and :meth:`add_usage` change."""
 
-    __slots__ = ("_free", "_interned", "_limits", "_maps", "_root_keys", "_root_traits")
+    __slots__ = ("_clock", "_free", "_interned", "_limits", "_maps", "_revs", "_root_keys",
+                 "_root_traits")
 
     # -- construction ------------------------------------------------------
 
@@ -86,6 +87,10 @@ class LiveSnapshot(Snapshot):
             self._count_root(r, 1)
         self._records = None
         self._free = []
+        # Per slot: changes whenever anything about the provider does, so
+        # callers can keep what they derive from it until it changes.
+        self._clock = 0
+        self._revs = [0] * n
         # Identical trait sets, aggregate sets, limits and inventory maps are
         # stored once, as Snapshot.build does.
         self._interned = {}
@@ -117,6 +122,16 @@ class LiveSnapshot(Snapshot):
         """Resource class -> positions of the providers with inventory of it."""
         return self._lazy.by_rc
 
+    def revision(self, uuid: str) -> int:
+        """A number that changes whenever anything about the provider does
+        (inventories, usage, traits, aggregates, name, generation, place in
+        its tree)."""
+        return self._revs[self.index[uuid]]
+
+    def _touch(self, i: int) -> None:
+        self._clock += 1
+        self._revs[i] = self._clock
+
     def root_trait_sets(self) -> Iterable[frozenset[str]]:
         """The distinct trait sets of roots (few, however many roots there are)."""
         return self._root_traits.keys()
@@ -144,10 +159,13 @@ class LiveSnapshot(Snapshot):
         well: it applies if the provider appears later, as usage given to
         :meth:`Snapshot.with_usage` would.
         """
-        used = self.used
+        used, index = self.used, self.index
         for uuid, rc, amount in deltas:
             if not amount:
                 continue
+            i = index.get(uuid)
+            if i is not None:
+                self._touch(i)
             per_rc = used.get(uuid)
             if per_rc is None:
                 per_rc = used[uuid] = {}
@@ -161,6 +179,9 @@ class LiveSnapshot(Snapshot):
 
     def set_usage(self, uuid: str, per_rc: Mapping[str, int]) -> None:
         """Replace the whole usage of one provider."""
+        i = self.index.get(uuid)
+        if i is not None:
+            self._touch(i)
         if per_rc:
             self.used[uuid] = {rc: n for rc, n in per_rc.items() if n}
         else:
@@ -175,6 +196,7 @@ class LiveSnapshot(Snapshot):
         i = self.index.get(uuid)
         if i is not None and generation > self._generations[i]:
             self._generations[i] = generation
+            self._touch(i)
             self._records = None
 
     def replace_trees(self, roots: Iterable[str],
@@ -255,6 +277,7 @@ class LiveSnapshot(Snapshot):
         kept = [i for i in old_members if uuids[i] is not None and i not in placed_set]
         nodes = kept + placed
         for i in nodes:
+            self._touch(i)
             if self.parent[i] != -1:
                 self._parents.add(self.parent[i])
         self._place_in_trees(nodes)
@@ -294,7 +317,7 @@ class LiveSnapshot(Snapshot):
             i = len(self.uuids)
             for column in (self.uuids, self.parent, self.root, self.depth, self.traits,
                            self.aggregates, self.inventory, self.is_sharing,
-                           self._names, self._generations):
+                           self._names, self._generations, self._revs):
                 column.append(None)
             self._blank(i)
         self.uuids[i] = uuid

@@ -239,6 +239,9 @@ class _Plan:
         ]
         self.root_required = request.root_required
         self.root_forbidden = request.root_forbidden
+        # The request is one unsuffixed group with resources: see _lonely.
+        self.only_unsuffixed = (self.unsuffixed is not None and not self.suffixed
+                                and not self.unsuffixed.resourceless)
 
     @classmethod
     def compile(cls, snapshot: Snapshot,
@@ -509,10 +512,42 @@ def _search_anchor(plan: _Plan, r: int,
     """
     if not plan.root_ok(r):
         return iter(())
+    if plan.only_unsuffixed and plan.snapshot.is_lonely(r):
+        found = _lonely(plan, r)
+        return iter(() if found is None else (found,))
     slots = _build_slots(plan, r, rng)
     if slots is None:
         return iter(())
     return _AnchorSearch(plan, slots).walk(0)
+
+
+def _lonely(plan: _Plan, r: int) -> tuple[dict, list] | None:
+    """The one candidate a single-provider tree with no sharing provider can
+    give the unsuffixed group alone: everything on the root, or nothing.
+
+    Most hosts of most clouds are such trees; this is what the general
+    search would find for them, without its bookkeeping.
+    """
+    g = plan.unsuffixed
+    snap = plan.snapshot
+    if (g.tree_root is not None and g.tree_root != r) or r in g.banned:
+        return None
+    if g.members is not None and r not in g.members:
+        return None
+    traits = snap.traits[r]
+    if not g.forbidden.isdisjoint(traits):
+        return None
+    for any_of in g.required:
+        if any_of.isdisjoint(traits):
+            return None
+    inventory = snap.inventory[r]
+    usage = snap.used.get(snap.uuids[r], _NO_USAGE)
+    for rc, amount in g.resources:
+        lim = inventory.get(rc)
+        if lim is None or not _fits(lim, usage.get(rc, 0), amount):
+            return None
+    return ({(r, rc): amount for rc, amount in g.resources},
+            [[r] * len(g.resources)])
 
 
 class _AnchorSearch:

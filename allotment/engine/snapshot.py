@@ -457,6 +457,11 @@ class Snapshot:
             lazy.subtrees = subtrees
         return lazy.subtrees
 
+    def is_lonely(self, r: int) -> bool:
+        """Whether root ``r`` is a tree of one provider that no sharing
+        provider serves."""
+        return r not in self._trees_of_many() and r not in self.sharing_by_anchor
+
     def is_leaf(self, i: int) -> bool:
         return i not in self._parents
 

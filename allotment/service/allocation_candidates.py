@@ -31,6 +31,9 @@ class ProviderSummary:
     traits: tuple[str, ...]
     # class name -> (capacity, used), every class the provider has inventory of
     resources: Mapping[str, tuple[int, int]]
+    # Changes whenever any of the above does: renderers may keep what they
+    # make of a summary for as long as its revision stays.
+    revision: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -156,15 +159,24 @@ def find(
             randomize=randomize, rng=rng))
         uuids = search.provider_summary_uuids(
             snap, candidates, nested_aware=request.nested_aware)
-        rank = world.names.trait_rank
-        return CandidatesResult(candidates, [_summary(snap, u, rank) for u in uuids])
+        memo = world.memo("summary")
+        summaries = []
+        for uuid in uuids:
+            revision = (uuid, snap.revision(uuid), world.names_version)
+            found = memo.get(uuid)
+            if not isinstance(found, ProviderSummary) or found.revision != revision:
+                found = memo[uuid] = _summary(snap, uuid, world.names.trait_rank, revision)
+            summaries.append(found)
+        return CandidatesResult(candidates, summaries)
 
 
-def _summary(snap: LiveSnapshot, uuid: str, trait_rank: Mapping[str, int]) -> ProviderSummary:
+def _summary(snap: LiveSnapshot, uuid: str, trait_rank: Mapping[str, int],
+             revision: tuple) -> ProviderSummary:
     return ProviderSummary(
         uuid=uuid,
         parent_uuid=snap.parent_uuid_of(uuid),
         root_uuid=snap.root_uuid(uuid),
         traits=tuple(sorted(snap.traits_of(uuid),
                             key=lambda name: (trait_rank.get(name, 1 << 62), name))),
-        resources=dict(sorted(snap.resources_of(uuid).items())))
+        resources=dict(sorted(snap.resources_of(uuid).items())),
+        revision=revision)

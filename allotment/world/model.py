@@ -72,6 +72,12 @@ class World:
     def __init__(self, loaded: Mapping[int, dict], usage: Iterable[tuple[int, int, int]],
                  names: Names) -> None:
         self.names = names
+        # Changes whenever ``names`` does (trait order in summaries follows it).
+        self.names_version = 0
+        # What services derive from providers, per kind and UUID; each entry
+        # records the provider revision it was derived at (see
+        # LiveSnapshot.revision).
+        self._memos: dict[str, dict[str, object]] = {}
         self.stamps: dict[str, Stamp] = {}
         self.uuid_of_id: dict[int, str] = {}
         self._remember(loaded)
@@ -93,6 +99,24 @@ class World:
             # (deletion needs it to hold nothing, so nothing is lost).
             if uuid is not None and rc is not None:
                 yield uuid, rc, amount
+
+    def set_names(self, names: Names) -> None:
+        if names != self.names:
+            self.names = names
+            self.names_version += 1
+
+    def memo(self, kind: str) -> dict[str, object]:
+        """A place to keep what is derived from providers, by UUID.
+
+        Emptied when it holds far more entries than there are providers
+        (deleted providers leave theirs behind).
+        """
+        found = self._memos.get(kind)
+        if found is None:
+            found = self._memos[kind] = {}
+        elif len(found) > 2 * len(self.snapshot) + 1024:
+            found.clear()
+        return found
 
     def root_uuids(self, root_ids: Iterable[int]) -> list[str]:
         """UUIDs of the providers with these ids that the world knows."""

@@ -192,7 +192,7 @@ class Replica:
                 # Inventories and usage are kept by class name.
                 self.rebuild()
                 return
-            world.names = names
+            world.set_names(names)
             if roots:
                 world.replace_trees(roots, loaded)
         for e in entries:
