@@ -391,6 +391,14 @@ class Snapshot:
             self._records = tuple(self.record(i) for i in range(len(self.uuids)))
         return self._records
 
+    def name_of(self, i: int) -> str:
+        """The name of the provider at position ``i``."""
+        return self._names[i if self._order is None else self._order[i]]
+
+    def generation_of(self, i: int) -> int:
+        """The generation of the provider at position ``i``."""
+        return self._generations[i if self._order is None else self._order[i]]
+
     def usage_of(self, uuid: str, rc: str) -> int:
         if rc not in self.inventory[self.index[uuid]]:
             return 0

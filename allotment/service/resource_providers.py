@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from sqlalchemy.engine import Connection, Row
 
 from allotment import errors
+from allotment.service import provider_listing
 from allotment.storage import inventories as inventory_store
 from allotment.storage import resource_providers as store
 from allotment.storage import traits as trait_store
@@ -187,8 +188,16 @@ def _trait_ids(conn: Connection, names: list[str]) -> dict[str, int]:
     return known
 
 
-def list_providers(db: Database, filters: ProviderFilters) -> list[Row]:
-    """Providers matching every filter.
+def list_providers(db: Database, filters: ProviderFilters) -> list:
+    """Providers matching every filter (see service.provider_listing)."""
+    return provider_listing.list_providers(db, filters)
+
+
+def list_providers_from_database(db: Database, filters: ProviderFilters) -> list[Row]:
+    """Providers matching every filter, read from the database.
+
+    What :func:`list_providers` answers from the in-memory world, worked
+    out in SQL; tests compare the two.
 
     Checks run in upstream's order, so a filter that already rules everything
     out (an unknown in_tree provider, traits nobody has) answers an empty list

@@ -23,9 +23,10 @@ class Names:
     # (standard traits first, then custom ones in creation order).
     trait_rank: Mapping[str, int] = field(default_factory=dict)
 
-    @property
-    def classes(self) -> frozenset[str]:
-        return frozenset(self.class_by_id.values())
+    classes: frozenset[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "classes", frozenset(self.class_by_id.values()))
 
     def renames_classes_of(self, other: Names) -> bool:
         """Whether some class id kept in both is named differently here."""
@@ -80,6 +81,8 @@ class World:
         self._memos: dict[str, dict[str, object]] = {}
         self.stamps: dict[str, Stamp] = {}
         self.uuid_of_id: dict[int, str] = {}
+        # Provider names are unique: name -> UUID.
+        self.by_name: dict[str, str] = {}
         self._remember(loaded)
         self.snapshot = LiveSnapshot.build(records_of(loaded))
         self.snapshot.add_usage(self._usage_deltas(usage))
@@ -87,6 +90,7 @@ class World:
     def _remember(self, loaded: Mapping[int, dict]) -> None:
         for pid, p in loaded.items():
             self.uuid_of_id[pid] = p["uuid"]
+            self.by_name[p["name"]] = p["uuid"]
             self.stamps[p["uuid"]] = Stamp(pid, p["root_id"], p["created_at"], p["updated_at"])
 
     def _usage_deltas(self, deltas: Iterable[tuple[int, int, int]]
@@ -133,6 +137,10 @@ class World:
             i = snap.index.get(uuid)
             if i is not None:
                 before.update(snap.uuids[m] for m in snap.tree_members(snap.root[i]))
+        for uuid in before | {p["uuid"] for p in loaded.values()}:
+            i = snap.index.get(uuid)
+            if i is not None and self.by_name.get(snap.name_of(i)) == uuid:
+                del self.by_name[snap.name_of(i)]
         snap.replace_trees(old_roots, records_of(loaded))
         kept = {p["uuid"] for p in loaded.values()}
         for uuid in before - kept:

@@ -80,6 +80,13 @@ class Cloud:
         self.names = 0
         self.consumers: list[str] = []
 
+    def prepare(self) -> None:
+        """The custom names the random writes use."""
+        from allotment.service import traits as trait_names
+
+        class_service.ensure_class(self.dbs[0], "CUSTOM_MAGIC")
+        trait_names.ensure_trait(self.dbs[0], "CUSTOM_GOLD")
+
     def providers(self, db) -> list:
         return provider_service.list_providers(db, provider_service.ProviderFilters())
 
@@ -135,8 +142,9 @@ class Cloud:
             self.op(db, kind)
 
 
-KINDS = ["create", "create", "inventory", "inventory", "traits", "aggregates", "move",
-         "rename", "delete", "allocate", "allocate", "allocate", "deallocate", "class"]
+KINDS = ["create", "create", "inventory", "inventory", "traits", "traits", "aggregates",
+         "aggregates", "move", "rename", "delete", "allocate", "allocate", "allocate",
+         "deallocate", "class"]
 
 
 @pytest.fixture
@@ -161,6 +169,7 @@ def test_replicas_equal_a_fresh_load_after_random_writes(db, processes, seed, st
     for r in replicas:
         r.catch_up()
     cloud = Cloud(writers, rnd)
+    cloud.prepare()
     for _ in range(steps):
         if rnd.random() < 0.4:
             # Several writers at once, from different processes.

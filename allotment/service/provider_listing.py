@@ -1,0 +1,144 @@
+"""GET /resource_providers: filter the in-memory world.
+
+Listing every provider, or every provider with room for some resources,
+used to be a join over providers, inventories and a GROUP BY of all
+allocations per request.  The process's world (``allotment.world``) holds
+all of it already, current as of the request's start, so filters become set
+lookups: the work follows the size of the answer.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from allotment import errors
+from allotment.engine.live import LiveSnapshot
+from allotment.engine.snapshot import CAPACITY, MAX_UNIT, MIN_UNIT, STEP_SIZE
+from allotment.storage.db import Database
+from allotment.world import sync as world_sync
+from allotment.world.model import World
+
+# Placement's largest amount (a signed 32-bit integer): no inventory holds more.
+MAX_AMOUNT = 0x7FFFFFFF
+
+
+@dataclass(frozen=True)
+class ProviderView:
+    """What a listing says about one provider."""
+
+    uuid: str
+    name: str
+    generation: int
+    parent_provider_uuid: str | None
+    root_provider_uuid: str
+    created_at: datetime.datetime | None
+    updated_at: datetime.datetime | None
+    # Changes whenever anything above does: renderers may keep what they make
+    # of a view for as long as its revision stays.
+    revision: tuple
+
+
+def _bad_trait(name: str) -> errors.BadRequest:
+    return errors.BadRequest(
+        f'Invalid trait(s) in "required" parameter: No such trait(s): {name}.')
+
+
+def _view(world: World, snap: LiveSnapshot, uuid: str) -> ProviderView:
+    memo = world.memo("provider_view")
+    revision = (uuid, snap.revision(uuid))
+    found = memo.get(uuid)
+    if isinstance(found, ProviderView) and found.revision == revision:
+        return found
+    i = snap.index[uuid]
+    stamp = world.stamps[uuid]
+    p = snap.parent[i]
+    view = memo[uuid] = ProviderView(
+        uuid=uuid, name=snap.name_of(i), generation=snap.generation_of(i),
+        parent_provider_uuid=None if p == -1 else snap.uuids[p],
+        root_provider_uuid=snap.uuids[snap.root[i]],
+        created_at=stamp.created_at, updated_at=stamp.updated_at, revision=revision)
+    return view
+
+
+def _has_room(snap: LiveSnapshot, i: int, wanted: dict[str, int]) -> bool:
+    inventory = snap.inventory[i]
+    usage = snap.used.get(snap.uuids[i], {})
+    for rc, amount in wanted.items():
+        lim = inventory.get(rc)
+        if (lim is None or not lim[MIN_UNIT] <= amount <= lim[MAX_UNIT]
+                or amount % lim[STEP_SIZE]
+                or usage.get(rc, 0) + amount > lim[CAPACITY]):
+            return False
+    return True
+
+
+def list_providers(db: Database, filters) -> list[ProviderView]:
+    """Providers matching every filter, in the order they were created.
+
+    ``filters`` is a ``service.resource_providers.ProviderFilters``.  Checks
+    run in upstream's order, so a filter that already rules everything out
+    (an unknown in_tree provider) answers an empty list before later filters
+    are examined.
+    """
+    with world_sync.current(db) as world:
+        snap = world.snapshot
+        chosen: Iterable[int] | None = None
+        if filters.in_tree is not None:
+            i = snap.index.get(filters.in_tree)
+            if i is None:
+                return []
+            chosen = snap.tree_members(snap.root[i])
+        known_traits = world.names.trait_rank
+        for any_of in filters.required_traits:
+            for name in sorted(any_of):
+                if name not in known_traits:
+                    raise _bad_trait(name)
+        for name in sorted(filters.forbidden_traits):
+            if name not in known_traits:
+                raise _bad_trait(name)
+        classes = world.names.classes
+        for name, amount in filters.resources.items():
+            if name not in classes:
+                raise errors.BadRequest(
+                    "Invalid resource class in resources parameter: No such "
+                    f"resource class {name}.")
+            if amount > MAX_AMOUNT:
+                return []  # no inventory can hold that much
+
+        # Start from the narrowest set a filter names, then check the rest.
+        if filters.uuid is not None:
+            i = snap.index.get(filters.uuid)
+            narrow: Iterable[int] = () if i is None else (i,)
+            chosen = narrow if chosen is None else set(chosen) & set(narrow)
+        if filters.name is not None:
+            uuid = world.by_name.get(filters.name)
+            narrow = () if uuid is None else (snap.index[uuid],)
+            chosen = narrow if chosen is None else set(chosen) & set(narrow)
+        if chosen is None and filters.member_of:
+            chosen = set().union(*(snap.agg_members.get(a, ()) for a in filters.member_of[0]))
+        if chosen is None and filters.resources:
+            chosen = snap.by_rc.get(next(iter(filters.resources)), ())
+        if chosen is None:
+            chosen = snap.index.values()
+
+        traits, aggregates = snap.traits, snap.aggregates
+        found = []
+        for i in chosen:
+            have = traits[i]
+            if any(any_of.isdisjoint(have) for any_of in filters.required_traits):
+                continue
+            if not filters.forbidden_traits.isdisjoint(have):
+                continue
+            aggs = aggregates[i]
+            if any(any_of.isdisjoint(aggs) for any_of in filters.member_of):
+                continue
+            if not filters.forbidden_aggregates.isdisjoint(aggs):
+                continue
+            if filters.resources and not _has_room(snap, i, filters.resources):
+                continue
+            found.append(snap.uuids[i])
+        stamps = world.stamps
+        found.sort(key=lambda u: stamps[u].id)
+        return [_view(world, snap, u) for u in found]
