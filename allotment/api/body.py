@@ -15,6 +15,7 @@ import falcon
 import jsonschema
 
 from allotment import errors
+from allotment.api.schema import first_error
 
 JSON = "application/json"
 
@@ -83,7 +84,6 @@ def json_body(req: falcon.Request, schema: dict | None = None) -> Any:
 
 
 def validate(data: Any, schema: dict) -> None:
-    try:
-        jsonschema.validate(data, schema, format_checker=FORMAT_CHECKER)
-    except jsonschema.ValidationError as exc:
-        raise errors.BadRequest(f"JSON does not validate: {exc}") from None
+    error = first_error(data, schema, format_checker=FORMAT_CHECKER)
+    if error is not None:
+        raise errors.BadRequest(f"JSON does not validate: {error}")

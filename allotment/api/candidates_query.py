@@ -18,6 +18,7 @@ import jsonschema
 
 from allotment import errors
 from allotment.api import filters
+from allotment.api.schema import validator as schema_validator
 from allotment.engine.request import AllocationCandidatesRequest, RequestGroup
 
 _NUMERIC_SUFFIX = r"[1-9][0-9]*"
@@ -68,9 +69,8 @@ def _schema(version: tuple[int, int]) -> dict:
 
 def _validate_schema(params: Sequence[tuple[str, str]],
                      version: tuple[int, int]) -> None:
-    schema = _schema(version)
     # Same default draft as jsonschema.validate(), which Placement uses.
-    validator = jsonschema.validators.validator_for(schema)(schema)
+    validator = schema_validator(_schema(version), key=("candidates-query", version))
     # Placement validates a plain dict of the query, i.e. each key's last
     # value.  It then *uses* the first limit and group_policy, so those are
     # checked value by value too: a bad first value must not slip through.

@@ -13,6 +13,7 @@ import orjson
 from allotment import errors
 from allotment.api import body, filters, query, rendering
 from allotment.api.resource import Resource, authorize, version
+from allotment.api.schema import first_error
 from allotment.service import resource_providers as service
 
 POST_SCHEMA: dict = {
@@ -100,16 +101,19 @@ def _bad_query(exc: jsonschema.ValidationError) -> errors.BadRequest:
     return errors.BadRequest(f"Invalid query string parameters: {exc}")
 
 
+# Placement checks these with jsonschema's stock format checker.
+_STOCK_FORMATS = jsonschema.FormatChecker()
+
+
 def _validate_query(params: dict[str, str], allowed: list[str], uuid_keys: set[str]) -> None:
     """Placement validates the query (last value of each key) by JSON schema."""
     schema = {"type": "object", "additionalProperties": False, "properties": {
         key: ({"type": "string", "format": "uuid"} if key in uuid_keys
               else {"type": "string"}) for key in allowed}}
-    try:
-        # Placement checks these with jsonschema's stock format checker.
-        jsonschema.validate(params, schema, format_checker=jsonschema.FormatChecker())
-    except jsonschema.ValidationError as exc:
-        raise _bad_query(exc) from None
+    error = first_error(params, schema, format_checker=_STOCK_FORMATS,
+                        key=("provider-query", tuple(allowed), frozenset(uuid_keys)))
+    if error is not None:
+        raise _bad_query(error)
 
 
 def parse_required(values: list[str], ver: tuple[int, int]

@@ -8,6 +8,7 @@ import jsonschema
 from allotment import errors
 from allotment.api import query, rendering
 from allotment.api.resource import Resource, authorize, require_version, version
+from allotment.api.schema import first_error
 from allotment.service import usages as service
 
 _ID = {"type": "string", "minLength": 1, "maxLength": 255}
@@ -30,13 +31,15 @@ QUERY_SCHEMA_TYPES = {
 }
 
 
+_STOCK_FORMATS = jsonschema.FormatChecker()
+
+
 def _validate(params: dict, schema: dict) -> None:
-    try:
-        jsonschema.validate(params, schema, format_checker=jsonschema.FormatChecker())
-    except jsonschema.ValidationError as exc:
+    error = first_error(params, schema, format_checker=_STOCK_FORMATS)
+    if error is not None:
         # Placement reports the whole validation error (keyword, schema path,
         # instance), as for every other query string it checks.
-        raise errors.BadRequest(f"Invalid query string parameters: {exc}") from None
+        raise errors.BadRequest(f"Invalid query string parameters: {error}")
 
 
 class Usages(Resource):
