@@ -7,7 +7,7 @@ import logging
 import falcon
 from oslo_config import cfg
 from oslo_middleware import cors as cors_mw
-from oslo_middleware import http_proxy_to_wsgi, request_id
+from oslo_middleware import http_proxy_to_wsgi
 
 from allotment import errors
 from allotment.api import middleware, rendering, routes
@@ -50,8 +50,10 @@ def create_app(conf: cfg.ConfigOpts, *, db: Database | None = None):
     wsgi = auth_middleware.wrap(app, conf, policy)
     if conf.cors.allowed_origin:
         wsgi = cors_mw.CORS(wsgi, conf)
-    wsgi = request_id.RequestId(wsgi)
-    wsgi = http_proxy_to_wsgi.HTTPProxyToWSGI(wsgi, conf)
+    wsgi = middleware.RequestId(wsgi)
+    if conf.oslo_middleware.enable_proxy_headers_parsing:
+        # Only then does it do anything; it costs a WebOb round trip.
+        wsgi = http_proxy_to_wsgi.HTTPProxyToWSGI(wsgi, conf)
     return middleware.WsgiPath(wsgi)
 
 

@@ -1,8 +1,13 @@
-"""Falcon middleware: microversions, content checks, request context."""
+"""Falcon middleware (microversions, content checks, request context) and
+the plain WSGI wrappers around the application."""
 
 from __future__ import annotations
 
+import re
+
 import falcon
+from oslo_context import context as oslo_context
+from oslo_middleware import request_id as oslo_request_id
 
 from allotment import errors
 from allotment.api import microversion
@@ -69,3 +74,34 @@ class WsgiPath:
         if any(ord(ch) > 0xFF for ch in path):
             environ["PATH_INFO"] = path.encode("utf-8", "surrogateescape").decode("latin-1")
         return self.application(environ, start_response)
+
+
+class RequestId:
+    """Give every request an id, as oslo.middleware's RequestId does.
+
+    The same contract -- ``req-<uuid>`` in ``openstack.request_id`` and the
+    ``x-openstack-request-id`` response header, a well-formed inbound
+    ``X-OpenStack-Request-ID`` kept as ``openstack.global_request_id`` --
+    without building a WebOb request and response around every call, which
+    cost more than answering a small request.
+    """
+
+    _GLOBAL_ID = re.compile(oslo_request_id.ID_FORMAT)
+
+    def __init__(self, application) -> None:
+        self.application = application
+
+    def __call__(self, environ, start_response):
+        inbound = environ.get("HTTP_X_OPENSTACK_REQUEST_ID", "")
+        if inbound and self._GLOBAL_ID.match(inbound):
+            environ[oslo_request_id.GLOBAL_REQ_ID] = inbound
+        req_id = oslo_context.generate_request_id()
+        environ[oslo_request_id.ENV_REQUEST_ID] = req_id
+        header = oslo_request_id.HTTP_RESP_HEADER_REQUEST_ID
+
+        def start(status, headers, exc_info=None):
+            if not any(name.lower() == header for name, _ in headers):
+                headers = [*headers, (header, req_id)]
+            return start_response(status, headers, exc_info)
+
+        return self.application(environ, start)
