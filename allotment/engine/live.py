@@ -26,6 +26,7 @@ serialise changes against searches (see ``allotment.world``).
 
 from __future__ import annotations
 
+import threading
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping
 
@@ -40,10 +41,33 @@ from allotment.engine.snapshot import (
 _NO_AGGS: frozenset[str] = frozenset()
 
 
+class _Revisions:
+    """Revision numbers unique across every live snapshot of the process.
+
+    Callers keep what they derive from a provider under its revision, in
+    caches that outlive any one snapshot: a number must never mean two
+    states, not even after a snapshot is rebuilt from scratch.
+    """
+
+    def __init__(self) -> None:
+        self._next = 1
+        self._lock = threading.Lock()
+
+    def take(self, count: int = 1) -> int:
+        """The first of ``count`` fresh numbers."""
+        with self._lock:
+            first = self._next
+            self._next += count
+            return first
+
+
+_REVISIONS = _Revisions()
+
+
 class LiveSnapshot(Snapshot):
     """A :class:`Snapshot` that :meth:`replace_trees` and :meth:`add_usage` change."""
 
-    __slots__ = ("_clock", "_free", "_interned", "_limits", "_maps", "_revs", "_root_keys",
+    __slots__ = ("_free", "_interned", "_limits", "_maps", "_revs", "_root_keys",
                  "_root_traits")
 
     # -- construction ------------------------------------------------------
@@ -89,8 +113,8 @@ class LiveSnapshot(Snapshot):
         self._free = []
         # Per slot: changes whenever anything about the provider does, so
         # callers can keep what they derive from it until it changes.
-        self._clock = 0
-        self._revs = [0] * n
+        first = _REVISIONS.take(n)
+        self._revs = list(range(first, first + n))
         # Identical trait sets, aggregate sets, limits and inventory maps are
         # stored once, as Snapshot.build does.
         self._interned = {}
@@ -129,8 +153,7 @@ class LiveSnapshot(Snapshot):
         return self._revs[self.index[uuid]]
 
     def _touch(self, i: int) -> None:
-        self._clock += 1
-        self._revs[i] = self._clock
+        self._revs[i] = _REVISIONS.take()
 
     def root_trait_sets(self) -> Iterable[frozenset[str]]:
         """The distinct trait sets of roots (few, however many roots there are)."""

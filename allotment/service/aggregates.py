@@ -30,7 +30,12 @@ def set_aggregates(db: Database, uuid: str, aggregates: list[str], *,
     """
     with db.write() as conn:
         provider = require(conn, uuid)
-        if generation is not None:
+        if generation is None:
+            # Nothing else takes the row lock here: without it a concurrent
+            # delete of the provider would only show as a foreign key error.
+            providers.lock_rows(conn, [provider.id])
+            provider = require(conn, uuid)
+        else:
             if generation != provider.generation:
                 raise errors.ConcurrentUpdate(GENERATION_CONFLICT)
             try:

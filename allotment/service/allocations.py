@@ -140,16 +140,16 @@ def write(conn: Connection, batch: Sequence[ConsumerAllocations]) -> None:
                if not item.allocations and u in existing]
     old_rows = store.of_consumers(conn, emptied)
 
+    # Lock (and read) every provider involved; the generations read here are
+    # the ones we bump.
     wanted = {p for item in batch for p in item.allocations}
-    known = resource_providers.get_many_by_uuid(conn, wanted)
-    provider_ids = {row.id for row in known.values()} | {r.resource_provider_id
-                                                          for r in old_rows}
-    resource_providers.lock_rows(conn, provider_ids)
-    # Read again after locking: these generations are the ones we bump.
-    by_id = resource_providers.get_many_by_id(conn, provider_ids)
+    by_id = resource_providers.lock_many(
+        conn, uuids=wanted, ids={r.resource_provider_id for r in old_rows})
     by_uuid = {row.uuid: row for row in by_id.values()}
 
-    states = [consumer_service.ensure(conn, item.consumer, existing.get(item.consumer.uuid))
+    # A consumer created here is at generation 1 once this commits.
+    states = [consumer_service.ensure(conn, item.consumer, existing.get(item.consumer.uuid),
+                                      created_generation=1 if item.allocations else 0)
               for item in batch]
 
     for item in batch:
@@ -182,17 +182,21 @@ def write(conn: Connection, batch: Sequence[ConsumerAllocations]) -> None:
 
     touched_pids = {a.provider.id for a in allocs}
     touched_cids = {a.class_id for a in allocs}
-    before = store.usage(conn, touched_pids, touched_cids)
+    # Usage as it was before this write, with the inventory it is held to.
+    limits = store.limits_and_usage(conn, touched_pids, touched_cids)
     removed = store.delete_of_consumers(conn, [s.id for s in states if not s.created])
-    _check_fit(conn, allocs, before)
+    _check_fit(allocs, limits, removed)
 
     added: dict[tuple[int, int], int] = defaultdict(int)
+    holding = set()
     for index, state in enumerate(states):
         amounts = {(a.provider.id, a.class_id): a.used
                    for a in allocs if a.consumer == index and a.used > 0}
         store.insert(conn, state.id, amounts)
         for key, used in amounts.items():
             added[key] += used
+        if amounts:
+            holding.add(index)
     store.note_usage(conn, removed, added)
 
     try:
@@ -202,26 +206,25 @@ def write(conn: Connection, batch: Sequence[ConsumerAllocations]) -> None:
         raise RetryWrite() from exc
     for index in sorted({a.consumer for a in allocs}):
         state = states[index]
+        if state.created:
+            continue  # created at the generation it ends with
         if not consumer_store.bump_generation(conn, state.id, state.generation):
             raise RetryWrite()
-    consumer_store.delete_if_no_allocations(conn, [s.id for s in states])
+    consumer_store.delete_if_no_allocations(
+        conn, [s.id for index, s in enumerate(states) if index not in holding])
 
 
-def _check_fit(conn: Connection, allocs: list[_Alloc], before: Mapping) -> None:
+def _check_fit(allocs: list[_Alloc], limits: Mapping, removed: Mapping) -> None:
     """Refuse allocations the inventory cannot hold.
 
-    ``before`` is the usage before this write's consumers let go of their old
-    allocations.  A provider already over capacity (its inventory shrank)
-    may still be written to as long as the write does not make it worse.
+    ``limits`` maps (provider, class) to the inventory and the usage before
+    this write; ``removed`` is what this write's consumers let go of.  A
+    provider already over capacity (its inventory shrank) may still be
+    written to as long as the write does not make it worse.
     """
     if not allocs:
         return
-    pids = {a.provider.id for a in allocs}
-    cids = {a.class_id for a in allocs}
-    inventory = store.inventory(conn, pids, cids)
-    usage = store.usage(conn, pids, cids)
-
-    with_inventory = {pid for pid, _ in inventory}
+    with_inventory = {pid for pid, _ in limits}
     missing = sorted({a.provider.uuid for a in allocs if a.provider.id not in with_inventory})
     if missing:
         classes = ", ".join(sorted({a.class_name for a in allocs}))
@@ -235,9 +238,10 @@ def _check_fit(conn: Connection, allocs: list[_Alloc], before: Mapping) -> None:
         if alloc.used == 0:
             continue
         where = f"'{alloc.class_name}' on resource provider '{alloc.provider.uuid}'"
-        inv = inventory.get(key)
-        if inv is None:
+        found = limits.get(key)
+        if found is None:
             raise InvalidAllocation(f"Inventory for {where} invalid.")
+        inv, before = found
         if (alloc.used < inv.min_unit or alloc.used > inv.max_unit
                 or alloc.used % inv.step_size != 0):
             LOG.warning("Allocation of %d %s violates min_unit %d, max_unit %d or "
@@ -246,14 +250,13 @@ def _check_fit(conn: Connection, allocs: list[_Alloc], before: Mapping) -> None:
             raise InvalidAllocation(
                 f"Unable to create allocation for {where}. The requested amount "
                 "would violate inventory constraints.")
-        used = usage.get(key, 0)
+        used = before - removed.get(key, 0)
         capacity = (inv.total - inv.reserved) * inv.allocation_ratio
         after = used + requested[key]
         if capacity < after:
-            previous = before.get(key)
-            if previous is not None and after <= previous:
+            if before and after <= before:
                 LOG.warning("Over capacity for %s but the write reduces the overage "
-                            "from %d to %d", where, previous, after)
+                            "from %d to %d", where, before, after)
                 continue
             LOG.warning("Over capacity for %s: needed %d, used %d, capacity %s",
                         where, alloc.used, used, capacity)

@@ -47,12 +47,14 @@ def _conflict(expected: object, got: object) -> errors.ConcurrentUpdate:
 
 
 def ensure(conn: Connection, request: ConsumerRequest,
-           existing: Row | None) -> ConsumerState:
+           existing: Row | None, *, created_generation: int = 0) -> ConsumerState:
     """Check the caller's view of the consumer, then create or update it.
 
     ``existing`` is the consumer's current row (None when it does not exist).
-    The generation is not bumped here: the allocation write does that once
-    it has succeeded, with a guarded UPDATE.
+    The generation of an existing consumer is not bumped here: the
+    allocation write does that once it has succeeded, with a guarded UPDATE.
+    A new consumer is created at ``created_generation`` (what it will have
+    once the write commits: nobody else can have seen it before).
 
     :raises errors.ConcurrentUpdate: the generation the caller gave does not
         match.
@@ -63,16 +65,14 @@ def ensure(conn: Connection, request: ConsumerRequest,
     elif request.check_generation and request.generation is not None:
         raise _conflict("null", request.generation)
 
-    project_id = store.ensure_project(conn, request.project_id)
-    user_id = store.ensure_user(conn, request.user_id)
-    type_id = None
-    if request.consumer_type is not None:
-        type_id = store.ensure_consumer_type(conn, request.consumer_type)
+    project_id, user_id, type_id = store.ensure_owner(
+        conn, request.project_id, request.user_id, request.consumer_type)
 
     if existing is None:
         consumer_id = store.create(conn, uuid=request.uuid, project_id=project_id,
-                                   user_id=user_id, consumer_type_id=type_id)
-        return ConsumerState(consumer_id, request.uuid, 0, created=True)
+                                   user_id=user_id, consumer_type_id=type_id,
+                                   generation=created_generation)
+        return ConsumerState(consumer_id, request.uuid, created_generation, created=True)
 
     new_type = type_id if type_id is not None else existing.consumer_type_id
     if (project_id, user_id, new_type) != (

@@ -49,9 +49,7 @@ def _providers(conn: Connection, wanted: Sequence[ProviderInventories],
     are at the generation the caller saw."""
     uuids = {w.provider_uuid for w in wanted}
     uuids |= {p for item in batch for p in item.allocations}
-    known = resource_providers.get_many_by_uuid(conn, uuids)
-    resource_providers.lock_rows(conn, [row.id for row in known.values()])
-    fresh = resource_providers.get_many_by_id(conn, [row.id for row in known.values()])
+    fresh = resource_providers.lock_many(conn, uuids=uuids)
     by_uuid = {row.uuid: row for row in fresh.values()}
     for item in wanted:
         row = by_uuid.get(item.provider_uuid)

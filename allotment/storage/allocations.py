@@ -125,6 +125,36 @@ def inventory(conn: Connection, provider_ids: Iterable[int],
     return {(r.resource_provider_id, r.resource_class_id): r for r in conn.execute(query)}
 
 
+_HELD = (
+    sa.select(sa.func.coalesce(sa.func.sum(TABLE.c.used), 0))
+    .where(TABLE.c.resource_provider_id == inventories.c.resource_provider_id,
+           TABLE.c.resource_class_id == inventories.c.resource_class_id)
+    .scalar_subquery())
+_LIMITS = sa.select(
+    inventories.c.resource_provider_id, inventories.c.resource_class_id,
+    inventories.c.total, inventories.c.reserved, inventories.c.min_unit,
+    inventories.c.max_unit, inventories.c.step_size, inventories.c.allocation_ratio,
+    _HELD,
+).where(inventories.c.resource_provider_id.in_(sa.bindparam("pids", expanding=True)),
+        inventories.c.resource_class_id.in_(sa.bindparam("cids", expanding=True)))
+
+
+def limits_and_usage(conn: Connection, provider_ids: Iterable[int],
+                     class_ids: Iterable[int]) -> dict[Pair, tuple[Row, int]]:
+    """Per (provider, class) with inventory: the inventory record and what is
+    used of it now, in one statement.
+
+    Rows: total, reserved, min_unit, max_unit, step_size, allocation_ratio.
+    """
+    pids, cids = sorted(set(provider_ids)), sorted(set(class_ids))
+    if not pids or not cids:
+        return {}
+    found = {}
+    for row in conn.execute(_LIMITS, {"pids": pids, "cids": cids}):
+        found[(row[0], row[1])] = (row, int(row[8]))
+    return found
+
+
 def delete_of_consumers(conn: Connection, consumer_ids: Iterable[int]) -> dict[Pair, int]:
     """Remove the consumers' allocations; returns what they held, summed per
     (provider, class), for the change feed's usage deltas."""

@@ -69,6 +69,33 @@ def _ensure_external(conn: Connection, table: sa.Table, column: str, value: str)
     return conn.execute(sa.select(table.c.id).where(col == value)).scalar_one()
 
 
+_OWNER_IDS = sa.select(
+    sa.select(projects.c.id).where(projects.c.external_id == sa.bindparam("project"))
+    .scalar_subquery(),
+    sa.select(users.c.id).where(users.c.external_id == sa.bindparam("user"))
+    .scalar_subquery(),
+    sa.select(consumer_types.c.id).where(consumer_types.c.name == sa.bindparam("type"))
+    .scalar_subquery())
+
+
+def ensure_owner(conn: Connection, project: str, user: str,
+                 consumer_type: str | None) -> tuple[int, int, int | None]:
+    """Ids of the project, user and consumer type (None: no type), each
+    inserted when missing.  One round trip when they all exist, which after
+    a consumer's first write they always do."""
+    project_id, user_id, type_id = conn.execute(_OWNER_IDS, {
+        "project": project, "user": user, "type": consumer_type or ""}).one()
+    if project_id is None:
+        project_id = ensure_project(conn, project)
+    if user_id is None:
+        user_id = ensure_user(conn, user)
+    if consumer_type is None:
+        type_id = None
+    elif type_id is None:
+        type_id = ensure_consumer_type(conn, consumer_type)
+    return project_id, user_id, type_id
+
+
 def ensure_project(conn: Connection, external_id: str) -> int:
     return _ensure_external(conn, projects, "external_id", external_id)
 
@@ -82,15 +109,15 @@ def ensure_consumer_type(conn: Connection, name: str) -> int:
 
 
 def create(conn: Connection, *, uuid: str, project_id: int, user_id: int,
-           consumer_type_id: int | None) -> int:
-    """Insert a consumer at generation 0; returns its id.
+           consumer_type_id: int | None, generation: int = 0) -> int:
+    """Insert a consumer; returns its id.
 
     A racing insert of the same UUID raises sqlalchemy IntegrityError, which
     the caller treats as "retry the whole write".
     """
     result = conn.execute(sa.insert(TABLE).values(
         uuid=uuid, project_id=project_id, user_id=user_id,
-        consumer_type_id=consumer_type_id, generation=0, created_at=utcnow()))
+        consumer_type_id=consumer_type_id, generation=generation, created_at=utcnow()))
     return result.inserted_primary_key[0]
 
 

@@ -79,14 +79,43 @@ class Replica:
                 return
             with self.db.autocommit() as conn:
                 entries = feed.read(conn, self.head, self.gaps)
-                if entries and not self._account(conn, entries):
+                if not entries:
+                    if self.gaps:
+                        late = self._settle_gaps(conn)
+                        if late:
+                            self._catch_up_with(late)
+                    return
+                # Usage moves only: deltas add up in any order.
+                if (not any(e.roots or e.names or e.reset for e in entries)
+                        and not self._account(conn, entries)):
                     entries = None  # the feed was pruned past us
-                elif self.gaps:
-                    entries.extend(self._settle_gaps(conn))
             if entries is None:
                 self.rebuild()
-            elif entries:
-                self.apply(entries)
+            elif any(e.roots or e.names or e.reset for e in entries):
+                # Trees must be read in the snapshot the entries were read
+                # in: read again there (a few more may have come).
+                with self.db.read() as conn:
+                    entries = feed.read(conn, self.head, self.gaps)
+                    if self._account(conn, entries):
+                        self.apply(entries, conn)
+                        return
+                self.rebuild()
+            else:
+                self.apply(entries, None)
+
+    def _catch_up_with(self, late: list[feed.Entry]) -> None:
+        """Apply rows that filled gaps, reading any trees they name now."""
+        if any(e.roots or e.names or e.reset for e in late):
+            # Read them again, and everything since, in one snapshot.
+            with self.db.read() as conn:
+                entries = feed.read(conn, self.head,
+                                    set(self.gaps) | {e.id for e in late})
+                if self._account(conn, entries):
+                    self.apply(entries, conn)
+                    return
+            self.rebuild()
+        else:
+            self.apply(late, None)
 
     def _account(self, conn, entries: list[feed.Entry]) -> bool:
         """Move ``head`` past ``entries``, noting the ids they skip.
@@ -169,8 +198,14 @@ class Replica:
                              for i in range(max(pruned, 1), self.head) if i not in present}
             self.rebuilds += 1
 
-    def apply(self, entries: list[feed.Entry]) -> None:
-        """Bring the world up to date with ``entries`` (any order)."""
+    def apply(self, entries: list[feed.Entry], conn) -> None:
+        """Bring the world up to date with ``entries`` (any order).
+
+        Trees and names the entries name are read through ``conn``, which
+        must be in the snapshot the entries were read in: the world then
+        equals the database as of that snapshot (rows still to come and
+        their changes included alike).
+        """
         world = self.world
         if any(e.reset for e in entries):
             self.rebuild()
@@ -181,13 +216,9 @@ class Replica:
             roots.update(e.roots)
             names_changed = names_changed or e.names
         if roots or names_changed:
-            # Trees are read as they are now, which may already include
-            # changes of rows still to come: reading them again then is
-            # harmless, as a tree is replaced whole.
-            with self.db.read() as conn:
-                names = (Names(store.class_names(conn), store.trait_ids(conn))
-                         if names_changed else world.names)
-                loaded = store.load(conn, roots) if roots else {}
+            names = (Names(store.class_names(conn), store.trait_ids(conn))
+                     if names_changed else world.names)
+            loaded = store.load(conn, roots) if roots else {}
             if names.renames_classes_of(world.names):
                 # Inventories and usage are kept by class name.
                 self.rebuild()

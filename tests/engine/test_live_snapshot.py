@@ -262,3 +262,15 @@ def test_usage_deltas_cancel_out():
     assert live.used == {}
     assert live.resources_of(pid(1)) == {"VCPU": (4, 0)}
 
+
+
+def test_revisions_are_never_reused_not_even_by_a_rebuilt_snapshot():
+    """Renderers cache by revision across snapshots: a number is one state."""
+    inv = {"VCPU": Inventory(total=4)}
+    first = LiveSnapshot.build([ProviderRecord(uuid=pid(1), inventories=inv)])
+    seen = {first.revision(pid(1))}
+    first.add_usage([(pid(1), "VCPU", 1)])
+    assert first.revision(pid(1)) not in seen
+    seen.add(first.revision(pid(1)))
+    again = LiveSnapshot.build([ProviderRecord(uuid=pid(1), inventories=inv)])
+    assert again.revision(pid(1)) not in seen
