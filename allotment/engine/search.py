@@ -38,6 +38,8 @@ from allotment.engine.snapshot import (
 
 _NO_USAGE: Mapping[str, int] = {}
 _UNSET = object()
+# Marks a search result that is already a Candidate (see _search_anchor).
+_READY = object()
 
 STRATEGIES = ("depth-first", "breadth-first")
 
@@ -51,6 +53,7 @@ class Candidate:
     the UUIDs of the providers that satisfied it.  Providers that satisfy only
     resourceless groups appear in ``mappings`` but not in ``allocations``.
     ``anchor`` is the root UUID of the tree the candidate was built around.
+    Treat everything as read-only: candidates may share these mappings.
     """
 
     allocations: Mapping[str, Mapping[str, int]]
@@ -239,9 +242,12 @@ class _Plan:
         ]
         self.root_required = request.root_required
         self.root_forbidden = request.root_forbidden
-        # The request is one unsuffixed group with resources: see _lonely.
+        # The request is one unsuffixed group with resources: see _lonely_fits.
         self.only_unsuffixed = (self.unsuffixed is not None and not self.suffixed
                                 and not self.unsuffixed.resourceless)
+        # What such a candidate allocates, shared by every one of them.
+        self.lonely_resources = (dict(self.unsuffixed.resources)
+                                 if self.only_unsuffixed else {})
 
     @classmethod
     def compile(cls, snapshot: Snapshot,
@@ -323,6 +329,9 @@ def _dedupe(plan: _Plan, found: Iterator[tuple[int, dict, list]]) -> Iterator[Ca
     groups = plan.groups
     seen: set = set()
     for r, usage, chosen in found:
+        if usage is _READY:
+            yield chosen  # already a Candidate, and reachable from r alone
+            continue
         # A candidate can come from several anchors only if every provider it
         # uses could be reached as a sharing provider from elsewhere.
         portable = all(
@@ -454,7 +463,9 @@ def _build_slots(plan: _Plan, r: int, rng: random.Random | None) -> list[_Slot] 
     slots.extend(suffixed)
     if plan.isolate and len({p for s in suffixed for p in s.options}) < len(suffixed):
         return None
-    if not _enough_capacity(plan, slots):
+    # With the unsuffixed group alone every class has one slot, whose
+    # options all fit: nothing for this check to find.
+    if not plan.only_unsuffixed and not _enough_capacity(plan, slots):
         return None
     for slot in slots:
         slot.subtrees = tuple(
@@ -512,18 +523,57 @@ def _search_anchor(plan: _Plan, r: int,
     """
     if not plan.root_ok(r):
         return iter(())
-    if plan.only_unsuffixed and plan.snapshot.is_lonely(r):
-        found = _lonely(plan, r)
-        return iter(() if found is None else (found,))
+    snap = plan.snapshot
+    if plan.only_unsuffixed and snap.is_lonely(r):
+        if not _lonely_fits(plan, r):
+            return iter(())
+        g = plan.unsuffixed
+        if snap.is_sharing[r]:
+            # Other anchors may reach the same candidate: let it be deduplicated.
+            return iter((({(r, rc): amount for rc, amount in g.resources},
+                          [[r] * len(g.resources)]),))
+        uuid = snap.uuids[r]
+        return iter(((_READY, Candidate({uuid: plan.lonely_resources}, {"": [uuid]}, uuid)),))
     slots = _build_slots(plan, r, rng)
     if slots is None:
         return iter(())
+    if plan.only_unsuffixed and plan.nested_aware:
+        return _unsuffixed_product(plan, r, slots)
     return _AnchorSearch(plan, slots).walk(0)
 
 
-def _lonely(plan: _Plan, r: int) -> tuple[dict, list] | None:
-    """The one candidate a single-provider tree with no sharing provider can
-    give the unsuffixed group alone: everything on the root, or nothing.
+def _unsuffixed_product(plan: _Plan, r: int, slots: list[_Slot]) -> Iterator[tuple]:
+    """Every assignment of the unsuffixed group alone, from 1.29.
+
+    Its slots ask for different classes, so no choice limits another: the
+    candidates are the product of the slots' options (those whose providers
+    together have the required traits), in the order the general search
+    would find them.
+    """
+    snap = plan.snapshot
+    uuids, traits, is_sharing = snap.uuids, snap.traits, snap.is_sharing
+    required = plan.unsuffixed.required
+    wanted = [slot.amounts[0] for slot in slots]
+    anchor = uuids[r]
+    for combo in itertools.product(*(slot.options for slot in slots)):
+        if required:
+            have = set().union(*(traits[p] for p in set(combo)))
+            if any(any_of.isdisjoint(have) for any_of in required):
+                continue
+        picked = list(zip(combo, wanted, strict=True))
+        if any(is_sharing[p] for p in combo):
+            # Other anchors may reach the same candidate: let it be deduplicated.
+            yield ({(p, rc): amount for p, (rc, amount) in picked}, [list(combo)])
+            continue
+        allocations: dict[str, dict[str, int]] = {}
+        for p, (rc, amount) in sorted(picked, key=lambda pick: (uuids[pick[0]], pick[1][0])):
+            allocations.setdefault(uuids[p], {})[rc] = amount
+        yield (_READY, Candidate(allocations, {"": sorted({uuids[p] for p in combo})}, anchor))
+
+
+def _lonely_fits(plan: _Plan, r: int) -> bool:
+    """Whether a single-provider tree no sharing provider serves can take the
+    unsuffixed group alone: its one candidate is everything on the root.
 
     Most hosts of most clouds are such trees; this is what the general
     search would find for them, without its bookkeeping.
@@ -531,23 +581,22 @@ def _lonely(plan: _Plan, r: int) -> tuple[dict, list] | None:
     g = plan.unsuffixed
     snap = plan.snapshot
     if (g.tree_root is not None and g.tree_root != r) or r in g.banned:
-        return None
+        return False
     if g.members is not None and r not in g.members:
-        return None
+        return False
     traits = snap.traits[r]
     if not g.forbidden.isdisjoint(traits):
-        return None
+        return False
     for any_of in g.required:
         if any_of.isdisjoint(traits):
-            return None
+            return False
     inventory = snap.inventory[r]
     usage = snap.used.get(snap.uuids[r], _NO_USAGE)
     for rc, amount in g.resources:
         lim = inventory.get(rc)
         if lim is None or not _fits(lim, usage.get(rc, 0), amount):
-            return None
-    return ({(r, rc): amount for rc, amount in g.resources},
-            [[r] * len(g.resources)])
+            return False
+    return True
 
 
 class _AnchorSearch:
