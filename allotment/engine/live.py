@@ -446,9 +446,12 @@ class LiveSnapshot(Snapshot):
                 if self.is_sharing[s]:
                     affected.add(s)
         uuids = self.uuids
+        # Unlink every affected provider first: a dropped one must be gone
+        # from every list before the others are placed by UUID.
         for s in affected:
             for r in self.anchors_of_sharing.pop(s, ()):
                 self._unlink_anchor(r, s)
+        for s in affected:
             if uuids[s] is None or not self.is_sharing[s]:
                 continue
             anchors = frozenset(self.root[q] for a in self.aggregates[s]
