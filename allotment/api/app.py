@@ -54,7 +54,7 @@ def create_app(conf: cfg.ConfigOpts, *, db: Database | None = None):
     if conf.oslo_middleware.enable_proxy_headers_parsing:
         # Only then does it do anything; it costs a WebOb round trip.
         wsgi = http_proxy_to_wsgi.HTTPProxyToWSGI(wsgi, conf)
-    return middleware.WsgiPath(wsgi)
+    return middleware.WsgiPath(middleware.CollectorPause(wsgi))
 
 
 def _render(req: falcon.Request, resp: falcon.Response,
