@@ -142,3 +142,23 @@ def list_providers(db: Database, filters) -> list[ProviderView]:
         stamps = world.stamps
         found.sort(key=lambda u: stamps[u].id)
         return [_view(world, snap, u) for u in found]
+
+
+def usages(db: Database, uuid: str) -> tuple[int, dict[str, int]] | None:
+    """(generation, usage of every class it has inventory of), or None.
+
+    What GET /resource_providers/{uuid}/usages reports, from the world: the
+    usage kept there is the sum of the provider's allocations as of this
+    request, as a fresh SUM over the allocations table would be.
+    """
+    with world_sync.current(db) as world:
+        snap = world.snapshot
+        i = snap.index.get(uuid)
+        if i is None:
+            return None
+        used = snap.used.get(uuid, {})
+        ids = {name: cid for cid, name in world.names.class_by_id.items()}
+        # In class id order, as upstream lists them.
+        return snap.generation_of(i), {
+            rc: used.get(rc, 0)
+            for rc in sorted(snap.inventory[i] or (), key=lambda rc: ids.get(rc, 0))}

@@ -38,11 +38,19 @@ def get_provider(db: Database, uuid: str) -> Row:
         return require(conn, uuid)
 
 
-def get_usages(db: Database, uuid: str) -> tuple[Row, dict[str, int]]:
-    """The provider and its usage of every class it has inventory of."""
+def get_usages(db: Database, uuid: str) -> tuple[int, dict[str, int]]:
+    """The provider's generation and its usage of every class it has inventory of."""
+    found = provider_listing.usages(db, uuid)
+    if found is None:
+        raise ProviderNotFound(uuid)
+    return found
+
+
+def get_usages_from_database(db: Database, uuid: str) -> tuple[int, dict[str, int]]:
+    """The same, read from the tables (kept to check the world against)."""
     with db.read() as conn:
         row = require(conn, uuid)
-        return row, usage_store.for_provider(conn, row.id)
+        return row.generation, usage_store.for_provider(conn, row.id)
 
 
 def _duplicate(uuid: str | None, name: str | None) -> errors.Conflict:

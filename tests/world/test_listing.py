@@ -1,4 +1,4 @@
-"""GET /resource_providers answered from the world equals the same filters in SQL.
+"""GET /resource_providers (and a provider's usages) answered from the world equals SQL.
 
 Random worlds are written through the services; then every combination of
 filters in a battery is answered both by the in-memory listing and by the
@@ -28,6 +28,15 @@ def _answer(fn, db, filters):
         return ("error", exc.status, exc.detail)
     return [(r.uuid, r.name, r.generation, r.parent_provider_uuid, r.root_provider_uuid,
              r.created_at, r.updated_at) for r in rows]
+
+
+def _usages(fn, db, uuid):
+    try:
+        generation, usages = fn(db, uuid)
+    except provider_service.ProviderNotFound:
+        return None
+    # The order is part of the answer: compare it too.
+    return generation, list(usages.items())
 
 
 def _filters(rnd: random.Random, uuids: list[str], names: list[str]) -> ProviderFilters:
@@ -71,6 +80,9 @@ def test_listing_from_the_world_equals_the_sql_listing(db, seed):
     rows = provider_service.list_providers_from_database(db, ProviderFilters())
     uuids = [r.uuid for r in rows]
     names = [r.name for r in rows]
+    for uuid in [*uuids, "00000000-0000-0000-0000-00000000dead", "not-a-uuid"]:
+        assert (_usages(provider_service.get_usages, db, uuid)
+                == _usages(provider_service.get_usages_from_database, db, uuid)), uuid
     for _ in range(60):
         f = _filters(rnd, uuids, names)
         assert (_answer(provider_service.list_providers, db, f)
