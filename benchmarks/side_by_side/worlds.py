@@ -160,6 +160,11 @@ def wide(hosts: int) -> World:
             "&resources3=CUSTOM_DEVICE:1&resources4=CUSTOM_DEVICE:1&group_policy=isolate")
     queries = [*_limits("wide: 2 isolated device groups", two),
                *_limits("wide: 4 isolated device groups", four)]
+    if hosts > 100:
+        # 1,680 candidates per host: at 1,000 hosts the unlimited answer is
+        # 1.7 million candidates (about a gigabyte of JSON), which neither
+        # service returns within the read timeout; it is left out.
+        queries.remove(queries[3])
     return World("wide", hosts, trees, [], ["CUSTOM_DEVICE"], queries,
                  "resources=VCPU:1&resources1=CUSTOM_DEVICE:1&limit=10")
 
