@@ -43,9 +43,9 @@ class ProviderAggregates(Resource):
         body.require_json(req)
         require_version(req, "1.1")
         authorize(req, "placement:resource_providers:aggregates:update")
-        providers.get_provider(self.db, uuid)  # 404 before body errors
         with_generation = at_least(req, GENERATION_VERSION)
-        data = body.json_body(req, PUT_SCHEMA_1_19 if with_generation else PUT_SCHEMA_1_1)
+        data = body.json_body_after(req, PUT_SCHEMA_1_19 if with_generation else PUT_SCHEMA_1_1,
+                                    lambda: providers.get_provider(self.db, uuid))
         if with_generation:
             aggregates, generation = data["aggregates"], data["resource_provider_generation"]
         else:

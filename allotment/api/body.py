@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import uuid as uuid_mod
+from collections.abc import Callable
 from typing import Any
 
 import falcon
@@ -81,6 +82,21 @@ def json_body(req: falcon.Request, schema: dict | None = None) -> Any:
     if schema is not None:
         validate(data, schema)
     return data
+
+
+def json_body_after(req: falcon.Request, schema: dict | None,
+                    look_up: Callable[[], object]) -> Any:
+    """json_body, with a bad body reported only after ``look_up()`` had its say.
+
+    Placement answers 404 for an unknown provider before it reads the body.
+    The write that follows a good body looks the provider up again anyway,
+    so only a bad body pays for a separate lookup.
+    """
+    try:
+        return json_body(req, schema)
+    except errors.BadRequest:
+        look_up()
+        raise
 
 
 def validate(data: Any, schema: dict) -> None:

@@ -108,8 +108,8 @@ class Inventories(Resource):
     def on_put(self, req: falcon.Request, resp: falcon.Response, uuid: str) -> None:
         body.require_json(req)
         authorize(req, "placement:resource_providers:inventories:update")
-        providers.get_provider(self.db, uuid)  # 404 before body errors
-        data = body.json_body(req, PUT_ALL_SCHEMA)
+        data = body.json_body_after(req, PUT_ALL_SCHEMA,
+                                    lambda: providers.get_provider(self.db, uuid))
         provider, records = service.replace_inventories(
             self.db, uuid, data["resource_provider_generation"],
             {name: _fields(fields) for name, fields in data["inventories"].items()},
@@ -121,8 +121,8 @@ class Inventories(Resource):
     def on_post(self, req: falcon.Request, resp: falcon.Response, uuid: str) -> None:
         body.require_json(req)
         authorize(req, "placement:resource_providers:inventories:create")
-        providers.get_provider(self.db, uuid)  # 404 before body errors
-        data = body.json_body(req, POST_SCHEMA)
+        data = body.json_body_after(req, POST_SCHEMA,
+                                    lambda: providers.get_provider(self.db, uuid))
         resource_class = data["resource_class"]
         provider, record = service.add_inventory(
             self.db, uuid, resource_class, _fields(data),
@@ -155,8 +155,8 @@ class Inventory(Resource):
                resource_class: str) -> None:
         body.require_json(req)
         authorize(req, "placement:resource_providers:inventories:update")
-        providers.get_provider(self.db, uuid)  # 404 before body errors
-        data = body.json_body(req, RECORD_SCHEMA)
+        data = body.json_body_after(req, RECORD_SCHEMA,
+                                    lambda: providers.get_provider(self.db, uuid))
         provider, record = service.update_inventory(
             self.db, uuid, resource_class, data["resource_provider_generation"],
             _fields(data), reserved_may_equal_total=_reserved_may_equal_total(req))

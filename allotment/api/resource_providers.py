@@ -192,8 +192,8 @@ class ResourceProvider(Resource):
     def on_put(self, req: falcon.Request, resp: falcon.Response, uuid: str) -> None:
         body.require_json(req)
         authorize(req, "placement:resource_providers:update")
-        service.get_provider(self.db, uuid)  # 404 before body errors, as upstream
-        data = body.json_body(req, PUT_SCHEMA_1_14 if at_least(req, (1, 14)) else PUT_SCHEMA)
+        data = body.json_body_after(req, PUT_SCHEMA_1_14 if at_least(req, (1, 14)) else PUT_SCHEMA,
+                                    lambda: service.get_provider(self.db, uuid))
         row = service.update_provider(
             self.db, uuid, name=data["name"],
             parent_uuid=data.get("parent_provider_uuid", service.UNCHANGED),

@@ -39,8 +39,10 @@ def set_aggregates(db: Database, uuid: str, aggregates: list[str], *,
             if generation != provider.generation:
                 raise errors.ConcurrentUpdate(GENERATION_CONFLICT)
             try:
-                providers.bump_generation(conn, provider.id, generation)
+                generation, now = providers.bump(conn, provider.id, generation)
             except errors.ConcurrentUpdate as exc:
                 raise errors.ConcurrentUpdate(f"Update conflict: {exc.detail}") from None
+            store.replace(conn, provider.id, aggregates)
+            return providers.advanced(provider, generation, now)
         store.replace(conn, provider.id, aggregates)
         return providers.get_by_id(conn, provider.id)

@@ -47,8 +47,8 @@ def replace_inventories(db: Database, uuid: str, generation: int,
         provider = require(conn, uuid)
         _check_generation(provider, generation)
         try:
-            store.replace_all(conn, provider, inventories,
-                              reserved_may_equal_total=reserved_may_equal_total)
+            change = store.replace_all(conn, provider, inventories,
+                                       reserved_may_equal_total=reserved_may_equal_total)
         except store.InvalidCapacity as exc:
             raise errors.BadRequest(
                 f"Unable to update inventory for resource provider {uuid}: "
@@ -59,7 +59,7 @@ def replace_inventories(db: Database, uuid: str, generation: int,
                 f"{uuid}: {exc.detail}") from None
         except (store.InventoryInUse, errors.ConcurrentUpdate) as exc:
             raise errors.Conflict(f"update conflict: {exc.detail}", code=exc.code) from None
-        return providers.get_by_id(conn, provider.id), {
+        return providers.advanced(provider, change.generation, change.updated_at), {
             name: store.with_defaults(fields) for name, fields in inventories.items()}
 
 
@@ -114,11 +114,12 @@ def _one_change(db: Database, uuid: str, resource_class: str, fields: Mapping, *
         try:
             # The new record was checked at the request's microversion above;
             # the others were valid when stored.
-            store.replace_all(conn, provider, current, reserved_may_equal_total=True)
+            change = store.replace_all(conn, provider, current,
+                                       reserved_may_equal_total=True)
         except errors.ConcurrentUpdate as exc:
             prefix = "Update conflict" if creating else "update conflict"
             raise errors.ConcurrentUpdate(f"{prefix}: {exc.detail}") from None
-        return providers.get_by_id(conn, provider.id), record
+        return providers.advanced(provider, change.generation, change.updated_at), record
 
 
 def add_inventory(db: Database, uuid: str, resource_class: str, fields: Mapping, *,

@@ -38,9 +38,10 @@ def set_traits(db: Database, uuid: str, names: list[str],
             # Setting the traits it already has changes nothing, so the
             # generation stays where it is, as in Placement.
             return provider, current
-        providers.bump_generation(conn, provider.id, generation)
+        generation, now = providers.bump(conn, provider.id, generation)
         store.replace(conn, provider.id, known.values())
-        return providers.get_by_id(conn, provider.id), store.for_provider(conn, provider.id)
+        return (providers.advanced(provider, generation, now),
+                store.for_provider(conn, provider.id))
 
 
 def delete_traits(db: Database, uuid: str) -> None:

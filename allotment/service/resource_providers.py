@@ -65,7 +65,7 @@ def _duplicate(uuid: str | None, name: str | None) -> errors.Conflict:
 
 
 def create_provider(db: Database, *, name: str, uuid: str | None = None,
-                    parent_uuid: str | None = None) -> Row:
+                    parent_uuid: str | None = None) -> Row | store.ProviderRow:
     """A new provider; ``uuid`` may be any spelling of a UUID (normalised)."""
     uuid = str(uuid_mod.UUID(uuid)) if uuid else str(uuid_mod.uuid4())
 
@@ -86,12 +86,8 @@ def create_provider(db: Database, *, name: str, uuid: str | None = None,
                 raise refuse("parent provider UUID does not exist.")
             store.lock_rows(conn, [parent.id])
             parent = store.get_by_id(conn, parent.id)
-        dup_uuid = store.uuid_taken(conn, uuid)
-        dup_name = store.name_taken(conn, name)
-        if dup_uuid or dup_name:
-            raise _duplicate(uuid if dup_uuid else None, name if dup_name else None)
         row = store.create(conn, uuid=uuid, name=name, parent=parent)
-        if row is None:  # lost a race for the uuid or the name
+        if row is None:  # the uuid or the name is taken: say which
             raise _duplicate(uuid if store.uuid_taken(conn, uuid) else None,
                              name if store.name_taken(conn, name) else None)
         return row

@@ -60,6 +60,9 @@ class Notes:
     reset: bool = False
     usage: dict[tuple[int, int], int] = field(default_factory=dict)
     generations: dict[int, tuple[int, datetime.datetime]] = field(default_factory=dict)
+    # Roots of providers, read under their row locks in this transaction:
+    # providers noted later need no lookup of their tree when flushing.
+    root_of: dict[int, int] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
         return bool(self.roots or self.providers or self.names or self.reset
@@ -104,6 +107,14 @@ def _notes(conn: Connection) -> Notes:
 def note_roots(conn: Connection, root_ids: Iterable[int | None]) -> None:
     """The trees with these roots changed (ids as they were before the change)."""
     _notes(conn).roots.update(r for r in root_ids if r is not None)
+
+
+def note_root_of(conn: Connection, provider_id: int, root_id: int) -> None:
+    """The provider's tree changed; its root, read under the provider's row
+    lock, is ``root_id`` (a move of the tree would wait for our commit)."""
+    notes = _notes(conn)
+    notes.root_of[provider_id] = root_id
+    notes.roots.add(root_id)
 
 
 def note_providers(conn: Connection, provider_ids: Iterable[int]) -> None:
@@ -151,8 +162,9 @@ def flush(conn: Connection, notes: Notes | None, *,
     if not notes:
         return None
     roots = set(notes.roots)
-    if notes.providers:
-        roots.update(conn.execute(_ROOTS_OF, {"ids": sorted(notes.providers)}).scalars())
+    unknown = notes.providers - notes.root_of.keys()
+    if unknown:
+        roots.update(conn.execute(_ROOTS_OF, {"ids": sorted(unknown)}).scalars())
     data: dict = {}
     if roots:
         data["t"] = sorted(r for r in roots if r is not None)

@@ -8,6 +8,7 @@ endpoints and the reshaper both go through it.
 
 from __future__ import annotations
 
+import datetime
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -67,6 +68,8 @@ class Change:
     # Classes whose usage now exceeds capacity (allowed, as upstream allows
     # it, so a reconfigured host can report what it really has).
     exceeded: list[str] = field(default_factory=list)
+    # When the generation moved (None when the caller bumps it).
+    updated_at: datetime.datetime | None = None
 
 
 def capacity(inv: Mapping) -> int:
@@ -199,7 +202,10 @@ def replace_all(
             f"Inventory for '{', '.join(in_use)}' on resource provider "
             f"'{provider.uuid}' in use.", classes=in_use)
 
-    usage = _usage_by_class_id(conn, provider.id)
+    # Allocations need inventory, and inventory in use cannot be removed: a
+    # provider with no inventory yet has no usage to read.  The reshaper
+    # (bump=False) may have written allocations earlier in its transaction.
+    usage = _usage_by_class_id(conn, provider.id) if current or not bump else {}
     exceeded = [name for name, record in records.items()
                 if usage.get(ids[name], 0) > capacity(record)]
     if exceeded and refuse_over_capacity:
@@ -211,14 +217,15 @@ def replace_all(
                     provider.uuid, name)
 
     generation = provider.generation if seen_generation is None else seen_generation
+    now = utcnow()
     if bump:
         # Before any write, so a competing writer queues behind our row lock
         # and then finds the generation moved.  Every writer of allocations
         # bumps it too, which keeps the checks above true until we commit.
-        generation = providers.bump_generation(conn, provider.id, generation)
-
-    now = utcnow()
-    feed.note_providers(conn, [provider.id])
+        # The bump tells the change feed which tree changed.
+        generation, now = providers.bump(conn, provider.id, generation)
+    else:
+        feed.note_providers(conn, [provider.id])
     if removed:
         conn.execute(sa.delete(TABLE).where(TABLE.c.resource_provider_id == provider.id,
                                             TABLE.c.resource_class_id.in_(sorted(removed))))
@@ -232,4 +239,4 @@ def replace_all(
             conn.execute(sa.insert(TABLE).values(
                 resource_provider_id=provider.id, resource_class_id=ids[name],
                 created_at=now, **values))
-    return Change(generation=generation, exceeded=exceeded)
+    return Change(generation=generation, exceeded=exceeded, updated_at=now)

@@ -11,8 +11,10 @@ the parent and root, which is what every caller has needed so far:
 
 from __future__ import annotations
 
+import datetime
 import re
 from collections.abc import Iterable, Mapping
+from typing import NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Row
@@ -106,6 +108,21 @@ def get_many_by_id(conn: Connection, ids: Iterable[int]) -> dict[int, Row]:
     return {row.id: row for row in rows}
 
 
+class ProviderRow(NamedTuple):
+    """A provider as the SELECTs here return it, for rows known without one."""
+
+    id: int
+    uuid: str
+    name: str
+    generation: int
+    root_provider_id: int
+    parent_provider_id: int | None
+    root_provider_uuid: str
+    parent_provider_uuid: str | None
+    created_at: datetime.datetime
+    updated_at: datetime.datetime | None
+
+
 def bump_generation(conn: Connection, provider_id: int, seen_generation: int) -> int:
     """Advance the provider's generation from ``seen_generation``.
 
@@ -115,15 +132,41 @@ def bump_generation(conn: Connection, provider_id: int, seen_generation: int) ->
     us and then finds the generation moved: no update is ever lost.
     Returns the new generation.
     """
+    return bump(conn, provider_id, seen_generation)[0]
+
+
+def bump(conn: Connection, provider_id: int,
+         seen_generation: int) -> tuple[int, datetime.datetime]:
+    """bump_generation, returning the new generation and ``updated_at``.
+
+    The change feed learns which tree changed: where the database can say so
+    from the UPDATE itself (under the row lock, so a concurrent move of the
+    tree cannot make it stale), without a separate lookup when the
+    transaction ends.
+    """
     now = utcnow()
-    result = conn.execute(
-        sa.update(TABLE)
-        .where(TABLE.c.id == provider_id, TABLE.c.generation == seen_generation)
-        .values(generation=seen_generation + 1, updated_at=now))
-    if result.rowcount != 1:
-        raise errors.ConcurrentUpdate(CONCURRENT_UPDATE_MESSAGE)
+    update = (sa.update(TABLE)
+              .where(TABLE.c.id == provider_id, TABLE.c.generation == seen_generation)
+              .values(generation=seen_generation + 1, updated_at=now))
+    if conn.dialect.update_returning:
+        root = conn.execute(update.returning(TABLE.c.root_provider_id)).scalar()
+        if root is None:
+            raise errors.ConcurrentUpdate(CONCURRENT_UPDATE_MESSAGE)
+        feed.note_root_of(conn, provider_id, root)
+    else:
+        if conn.execute(update).rowcount != 1:
+            raise errors.ConcurrentUpdate(CONCURRENT_UPDATE_MESSAGE)
+        feed.note_providers(conn, [provider_id])
     feed.note_generation(conn, provider_id, seen_generation + 1, now)
-    return seen_generation + 1
+    return seen_generation + 1, now
+
+
+def advanced(row: Row | ProviderRow, generation: int,
+             updated_at: datetime.datetime) -> ProviderRow:
+    """``row`` as it reads after a bump to ``generation`` at ``updated_at``."""
+    fields = row._asdict() if isinstance(row, ProviderRow) else dict(row._mapping)
+    return ProviderRow(**{**{f: fields[f] for f in ProviderRow._fields},
+                          "generation": generation, "updated_at": updated_at})
 
 
 def lock_tree_shapes(conn: Connection) -> None:
@@ -194,12 +237,13 @@ def name_taken(conn: Connection, name: str, *, except_id: int | None = None) -> 
 
 
 def create(conn: Connection, *, uuid: str, name: str,
-           parent: Row | None = None) -> Row | None:
+           parent: Row | None = None) -> ProviderRow | None:
     """Insert a provider (a root, or a child of ``parent``).
 
-    Returns None when the UUID or name is already taken (checked by the
-    caller for the message; a race ends here too).  The savepoint keeps the
-    caller's transaction usable after a unique violation.
+    Returns None when the UUID or name is already taken (the caller finds
+    out which for the message).  The savepoint keeps the caller's
+    transaction usable after a unique violation.  The new row is known
+    without reading it back.
     """
     now = utcnow()
     try:
@@ -216,7 +260,10 @@ def create(conn: Connection, *, uuid: str, name: str,
     except sa.exc.IntegrityError:
         return None
     feed.note_roots(conn, [parent.root_provider_id if parent is not None else new_id])
-    return get_by_id(conn, new_id)
+    if parent is None:
+        return ProviderRow(new_id, uuid, name, 0, new_id, None, uuid, None, now, None)
+    return ProviderRow(new_id, uuid, name, 0, parent.root_provider_id, parent.id,
+                       parent.root_provider_uuid, parent.uuid, now, None)
 
 
 def rename(conn: Connection, provider_id: int, name: str) -> bool:
