@@ -226,11 +226,17 @@ class Replica:
             world.set_names(names)
             if roots:
                 world.replace_trees(roots, loaded)
+        else:
+            loaded = {}
         for e in entries:
             if e.usage:
                 world.add_usage(e.usage)
             if e.generations:
-                world.touch(e.generations)
+                # A reloaded provider's generation is already the one of this
+                # snapshot.  Its id may even have belonged to another provider
+                # when the note was written (SQLite reuses the highest id
+                # after a delete), so the note must not touch it.
+                world.touch(g for g in e.generations if g[0] not in loaded)
 
 
 _REPLICAS: weakref.WeakKeyDictionary[Database, Replica] = weakref.WeakKeyDictionary()

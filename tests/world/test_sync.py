@@ -215,6 +215,25 @@ def test_a_reader_catches_up_with_what_it_has_not_seen(db):
     assert replica.rebuilds == 1
 
 
+def test_a_generation_note_of_a_deleted_provider_spares_its_id_successor(db):
+    """SQLite hands the highest id out again after a delete: a reader that
+    catches up on bump, delete and create at once must not give the new
+    provider the old one's generation."""
+    replica = Replica(db)
+    replica.catch_up()
+    old = provider_service.create_provider(db, name="old")
+    trait_service.set_traits(db, old.uuid, ["HW_CPU_X86_AVX2"], 0)
+    trait_service.set_traits(db, old.uuid, ["HW_CPU_X86_SSE"], 1)
+    provider_service.delete_provider(db, old.uuid)
+    new = provider_service.create_provider(db, name="new")
+    if db.backend == "sqlite":
+        assert new.id == old.id  # the case this is about
+    with replica.current() as world:
+        assert old.uuid not in world.snapshot.index
+        assert world.snapshot.get(new.uuid).generation == 0
+    assert replica.rebuilds == 1
+
+
 def test_a_pruned_feed_makes_a_lagging_reader_reload(db):
     from allotment.storage import feed
 
