@@ -45,12 +45,13 @@ def _bad_trait(name: str) -> errors.BadRequest:
         f'Invalid trait(s) in "required" parameter: No such trait(s): {name}.')
 
 
-def _view(world: World, snap: LiveSnapshot, uuid: str) -> ProviderView:
-    memo = world.memo("provider_view")
-    revision = (uuid, snap.revision(uuid))
+def _view(world: World, snap: LiveSnapshot, uuid: str,
+          memo: dict[str, object]) -> ProviderView:
+    rev = snap.revision(uuid)
     found = memo.get(uuid)
-    if isinstance(found, ProviderView) and found.revision == revision:
+    if found is not None and found.revision[1] == rev:
         return found
+    revision = (uuid, rev)
     i = snap.index[uuid]
     stamp = world.stamps[uuid]
     p = snap.parent[i]
@@ -124,7 +125,13 @@ def list_providers(db: Database, filters) -> list[ProviderView]:
             chosen = snap.index.values()
 
         traits, aggregates = snap.traits, snap.aggregates
-        found = []
+        uuids = snap.uuids
+        if not (filters.required_traits or filters.forbidden_traits or filters.member_of
+                or filters.forbidden_aggregates or filters.resources):
+            found = [uuids[i] for i in chosen]
+            chosen = ()
+        else:
+            found = []
         for i in chosen:
             have = traits[i]
             if any(any_of.isdisjoint(have) for any_of in filters.required_traits):
@@ -138,10 +145,10 @@ def list_providers(db: Database, filters) -> list[ProviderView]:
                 continue
             if filters.resources and not _has_room(snap, i, filters.resources):
                 continue
-            found.append(snap.uuids[i])
-        stamps = world.stamps
-        found.sort(key=lambda u: stamps[u].id)
-        return [_view(world, snap, u) for u in found]
+            found.append(uuids[i])
+        found.sort(key=world.creation_rank().__getitem__)
+        memo = world.memo("provider_view")
+        return [_view(world, snap, u, memo) for u in found]
 
 
 def usages(db: Database, uuid: str) -> tuple[int, dict[str, int]] | None:

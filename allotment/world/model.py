@@ -83,6 +83,9 @@ class World:
         self.uuid_of_id: dict[int, str] = {}
         # Provider names are unique: name -> UUID.
         self.by_name: dict[str, str] = {}
+        # UUID -> position in creation order, rebuilt on demand after trees
+        # change (listings are in creation order).
+        self._creation_rank: dict[str, int] | None = None
         self._remember(loaded)
         self.snapshot = LiveSnapshot.build(records_of(loaded))
         self.snapshot.add_usage(self._usage_deltas(usage))
@@ -122,6 +125,13 @@ class World:
             found.clear()
         return found
 
+    def creation_rank(self) -> dict[str, int]:
+        """UUID -> rank of the provider in creation (id) order."""
+        if self._creation_rank is None:
+            ordered = sorted(self.stamps.items(), key=lambda item: item[1].id)
+            self._creation_rank = {uuid: n for n, (uuid, _) in enumerate(ordered)}
+        return self._creation_rank
+
     def root_uuids(self, root_ids: Iterable[int]) -> list[str]:
         """UUIDs of the providers with these ids that the world knows."""
         return [u for u in map(self.uuid_of_id.get, root_ids) if u is not None]
@@ -142,6 +152,7 @@ class World:
             if i is not None and self.by_name.get(snap.name_of(i)) == uuid:
                 del self.by_name[snap.name_of(i)]
         snap.replace_trees(old_roots, records_of(loaded))
+        self._creation_rank = None
         kept = {p["uuid"] for p in loaded.values()}
         for uuid in before - kept:
             stamp = self.stamps.pop(uuid, None)
