@@ -77,6 +77,12 @@ def create_engine(url: str, *, conf=None) -> Engine:
                 kwargs["max_overflow"] = db_conf.max_overflow
             if db_conf.pool_timeout is not None:
                 kwargs["pool_timeout"] = db_conf.pool_timeout
+    if backend == "mysql":
+        # Writes take row locks and then read what they locked: they must
+        # see the latest committed rows, as on PostgreSQL, not the snapshot
+        # InnoDB's default REPEATABLE READ fixed at the first read.  Reads
+        # ask for REPEATABLE READ themselves (see Database.read).
+        kwargs["isolation_level"] = "READ COMMITTED"
     engine = sa.create_engine(url, **kwargs)
     if backend == "sqlite":
         synchronous = db_conf.sqlite_synchronous if db_conf is not None else True
@@ -145,7 +151,7 @@ class Database:
     def read(self) -> Iterator[Connection]:
         """A read-only transaction that sees one consistent snapshot."""
         options: dict = {}
-        if self.backend == "postgresql":
+        if self.backend in ("postgresql", "mysql"):
             options["isolation_level"] = "REPEATABLE READ"
         with self.engine.connect() as conn:
             if options:
