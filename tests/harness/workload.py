@@ -63,15 +63,22 @@ class Record:
     bad: list[str] = field(default_factory=list)  # 5xx other than 503, bad bodies
     consumers: dict[str, Outcome] = field(default_factory=dict)
     claims_ok: int = 0
+    claims: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 class Workload:
     """Traffic against one or more API URLs sharing one database."""
 
+    # How often each operation is picked, relative to the others.
+    WEIGHTS = {"claim_pair": 4, "claim_one": 3, "delete": 3, "candidates": 3,
+               "inventory": 1, "traits": 1, "reshape": 1}
+
     def __init__(self, urls: list[str], *, providers: int = 4, vcpus: int = 12,
-                 reshape_pairs: int = 2, seed: int = 0) -> None:
+                 reshape_pairs: int = 2, seed: int = 0,
+                 weights: dict[str, int] | None = None) -> None:
         self.urls = urls
+        self.weights = {**self.WEIGHTS, **(weights or {})}
         self.vcpus = vcpus
         self.rnd = random.Random(seed)
         self.record = Record()
@@ -116,8 +123,8 @@ class Workload:
         rnd = random.Random(seed)
         session = requests.Session()
         mine: list[str] = []  # consumers this client claimed successfully
-        ops = ([self._claim_pair] * 4 + [self._claim_one] * 3 + [self._delete] * 3
-               + [self._candidates] * 3 + [self._inventory, self._traits, self._reshape])
+        ops = [getattr(self, f"_{name}") for name, weight in self.weights.items()
+               for _ in range(weight)]
         while time.monotonic() < until:
             op = rnd.choice(ops)
             url = rnd.choice(self.urls)
@@ -181,6 +188,7 @@ class Workload:
         verdict = self._verdict(self._send(session, "POST", f"{url}/allocations", json=body))
         with self.record.lock:
             self.record.consumers[a].claim = self.record.consumers[b].claim = verdict
+            self.record.claims += 2
             if verdict == "ok":
                 self.record.claims_ok += 2
         if verdict == "ok":
@@ -197,6 +205,7 @@ class Workload:
                   "user_id": USER, "consumer_generation": None}))
         with self.record.lock:
             self.record.consumers[c].claim = verdict
+            self.record.claims += 1
             if verdict == "ok":
                 self.record.claims_ok += 1
         if verdict == "ok":
@@ -368,7 +377,7 @@ def audit(workload: Workload, database_url: str) -> dict:
             problems.append(f"reshape half done: inventory on {with_inventory}, "
                             f"allocation {got}")
     assert not problems, "\n".join(problems[:20])
-    return {"claims_ok": rec.claims_ok, "unknown": unknown,
+    return {"claims": rec.claims, "claims_ok": rec.claims_ok, "unknown": unknown,
             "statuses": dict(rec.statuses), "usage": usage}
 
 
