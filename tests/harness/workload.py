@@ -64,6 +64,8 @@ class Record:
     consumers: dict[str, Outcome] = field(default_factory=dict)
     claims_ok: int = 0
     claims: int = 0
+    # Providers created and deleted again: uuid -> (created, deleted) verdicts
+    churn: dict[str, list[str | None]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -72,7 +74,7 @@ class Workload:
 
     # How often each operation is picked, relative to the others.
     WEIGHTS = {"claim_pair": 4, "claim_one": 3, "delete": 3, "candidates": 3,
-               "inventory": 1, "traits": 1, "reshape": 1}
+               "inventory": 1, "traits": 1, "reshape": 1, "provider_churn": 1}
 
     def __init__(self, urls: list[str], *, providers: int = 4, vcpus: int = 12,
                  reshape_pairs: int = 2, seed: int = 0,
@@ -282,6 +284,25 @@ class Workload:
         finally:
             self.reshape_locks[i].release()
 
+    def _provider_churn(self, session, url, rnd, mine) -> None:
+        """A provider with inventory and traits is created and deleted again."""
+        rp = str(uuid.uuid4())
+        with self.record.lock:
+            self.record.churn[rp] = [None, None]
+        created = self._verdict(self._send(session, "POST", f"{url}/resource_providers",
+                                           json={"name": f"churn-{rp}", "uuid": rp}))
+        with self.record.lock:
+            self.record.churn[rp][0] = created
+        if created != "ok":
+            return
+        self._send(session, "PUT", f"{url}/resource_providers/{rp}/inventories", json={
+            "resource_provider_generation": 0,
+            "inventories": {"DISK_GB": {"total": 100}, "VCPU": {"total": 2}}})
+        deleted = self._verdict(self._send(session, "DELETE",
+                                           f"{url}/resource_providers/{rp}"))
+        with self.record.lock:
+            self.record.churn[rp][1] = deleted
+
     # -- running ---------------------------------------------------------------
 
     def run(self, clients: int, seconds: float, *, during=None, pause: float = 0.0) -> None:
@@ -332,6 +353,9 @@ def audit(workload: Workload, database_url: str) -> dict:
                 .select_from(inv.join(rp, rp.c.id == inv.c.resource_provider_id)
                              .join(rc, rc.c.id == inv.c.resource_class_id))
                 .where(rc.c.name == "VCPU")).all())
+            churned = sorted(rec.churn)
+            existing = set(conn.execute(sa.select(rp.c.uuid).where(
+                rp.c.uuid.in_(churned))).scalars()) if churned else set()
             reshape_state = {}
             for root, child, consumer in workload.reshape:
                 has = {p: bool(conn.execute(
@@ -368,6 +392,14 @@ def audit(workload: Workload, database_url: str) -> dict:
             partner = rec.consumers[o.partner]
             if partner.delete is None and bool(present_exactly(o.partner, partner)) != state:
                 problems.append(f"{consumer} and {o.partner}: one claim of a pair written")
+    for provider, (created, deleted) in rec.churn.items():
+        there = provider in existing
+        if created == "refused" and there:
+            problems.append(f"provider {provider}: create refused but present")
+        if created == "ok" and deleted in (None, "refused") and not there:
+            problems.append(f"provider {provider}: created, not deleted, yet missing")
+        if deleted == "ok" and there:
+            problems.append(f"provider {provider}: deleted but still present")
     for provider, used in usage.items():
         if provider in capacity and used > capacity[provider]:
             problems.append(f"{provider}: {used} VCPU used of {capacity[provider]}")
