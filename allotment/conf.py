@@ -95,6 +95,13 @@ allotment_opts = [
                help="Seconds the change feed keeps what writes changed. An API "
                "process that has not looked at the feed for longer (an idle "
                "one) reloads its whole in-memory world on its next request."),
+    cfg.IntOpt("database_connect_timeout", default=10, min=1,
+               help="Seconds to wait for a connection to the PostgreSQL or MySQL "
+               "server before answering 503."),
+    cfg.IntOpt("database_statement_timeout", default=60, min=0,
+               help="Seconds one SQL statement (lock waits included) may run on "
+               "PostgreSQL or MySQL before the database cancels it and the "
+               "request is answered 503; 0 for no limit."),
 ]
 
 workaround_opts = [

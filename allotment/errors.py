@@ -131,6 +131,24 @@ class ServiceUnavailable(PlacementError):
     )
 
 
+class DatabaseUnavailable(ServiceUnavailable):
+    """The database could not be reached or failed the statement.
+
+    Nothing was written: the transaction was rolled back (or never began).
+    """
+
+    def __init__(self, detail: str, **kw) -> None:
+        super().__init__(detail, **kw)
+        # Clients and load balancers may try again shortly.
+        self.headers.setdefault("Retry-After", "1")
+
+
+class TransactionAborted(DatabaseUnavailable):
+    """The database aborted the transaction to resolve a conflict with
+    another one (deadlock, serialization failure, lock wait timeout).
+    Running it again can succeed."""
+
+
 class ConcurrentUpdate(Conflict):
     """A generation check failed: someone else changed the entity first."""
 

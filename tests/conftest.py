@@ -1,13 +1,11 @@
 """Fixtures shared by every storage-touching test.
 
-Each such test runs once on SQLite and, when ``ALLOTMENT_TEST_PG_URL`` names
-a PostgreSQL server (``scripts/test`` starts one), once on PostgreSQL.
+Each such test runs once on SQLite and once on every database server the
+environment names (``ALLOTMENT_TEST_PG_URL``, ``ALLOTMENT_TEST_MYSQL_URL``;
+``scripts/test`` starts both).
 """
 
 from __future__ import annotations
-
-import os
-import uuid
 
 import pytest
 import sqlalchemy as sa
@@ -17,9 +15,8 @@ from allotment.service import setup
 from allotment.storage import db as db_mod
 from allotment.storage import feed, migration, tables
 from tests.client import Client
-
-PG_URL = os.environ.get("ALLOTMENT_TEST_PG_URL")
-BACKENDS = ["sqlite"] + (["postgresql"] if PG_URL else [])
+from tests.harness import backends
+from tests.harness.backends import BACKENDS
 
 # Tables holding user data, children before parents.
 _DATA_TABLES = (
@@ -30,33 +27,12 @@ _DATA_TABLES = (
 )
 
 
-def _create_pg_database() -> tuple[str, str]:
-    name = f"allotment_test_{uuid.uuid4().hex[:12]}"
-    admin = sa.create_engine(db_mod.normalise_url(PG_URL), isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    admin.dispose()
-    url = sa.engine.make_url(db_mod.normalise_url(PG_URL)).set(database=name)
-    return url.render_as_string(hide_password=False), name
-
-
-def _drop_pg_database(name: str) -> None:
-    admin = sa.create_engine(db_mod.normalise_url(PG_URL), isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
-
-
 @pytest.fixture(scope="session", params=BACKENDS)
 def database_url(request, tmp_path_factory) -> str:
     """A freshly created, empty database on one backend."""
-    if request.param == "sqlite":
-        path = tmp_path_factory.mktemp("sqlite") / "allotment.sqlite"
-        yield f"sqlite:///{path}"
-        return
-    url, name = _create_pg_database()
+    url = backends.create_database(request.param, tmp_path_factory.mktemp(request.param))
     yield url
-    _drop_pg_database(name)
+    backends.drop_database(request.param, url)
 
 
 @pytest.fixture(scope="session")

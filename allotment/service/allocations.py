@@ -66,27 +66,6 @@ class RetryWrite(Exception):
     """The write lost a race; roll back and run it again."""
 
 
-# SQLSTATEs of PostgreSQL's serialization_failure and deadlock_detected, and
-# MySQL's deadlock / lock wait timeout errors: the transaction is doomed but
-# running it again can succeed.
-_PG_RETRYABLE = {"40001", "40P01"}
-_MYSQL_RETRYABLE = {1213, 1205}
-
-
-def _transient(exc: sa.exc.DBAPIError) -> bool:
-    if isinstance(exc, sa.exc.IntegrityError):
-        # Two writers creating the same consumer (or project, user, type):
-        # the loser retries and finds the winner's row.
-        return True
-    orig = exc.orig
-    if getattr(orig, "sqlstate", None) in _PG_RETRYABLE:
-        return True
-    args = getattr(orig, "args", ())
-    if args and args[0] in _MYSQL_RETRYABLE:
-        return True
-    return "database is locked" in str(orig)
-
-
 def run_write(db: Database, work: Callable[[Connection], T], *, attempts: int,
               conflict: str = WRITE_CONFLICT + PROVIDER_CONFLICT) -> T:
     """Run ``work`` in a write transaction, again on a lost race.
@@ -101,10 +80,12 @@ def run_write(db: Database, work: Callable[[Connection], T], *, attempts: int,
                 return work(conn)
         except RetryWrite:
             reason = "generation conflict"
-        except sa.exc.DBAPIError as exc:
-            if not _transient(exc):
-                raise
-            reason = type(exc.orig).__name__
+        except errors.TransactionAborted as exc:
+            reason = type(exc.__cause__).__name__
+        except sa.exc.IntegrityError:
+            # Two writers creating the same consumer (or project, user,
+            # type): the loser retries and finds the winner's row.
+            reason = "IntegrityError"
         LOG.debug("Retrying allocation write (attempt %d of %d) after %s",
                   attempt, attempts, reason)
     LOG.warning("Exceeded retry limit of %d on allocations write", attempts)

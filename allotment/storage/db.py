@@ -17,10 +17,13 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 
 from allotment import conf as conf_mod
-from allotment.storage import feed
+from allotment.storage import faults, feed
 
 # How long a SQLite writer waits for the lock before giving up (ms).
 SQLITE_BUSY_TIMEOUT_MS = 60_000
+# Defaults of [allotment] database_connect_timeout / database_statement_timeout.
+CONNECT_TIMEOUT = 10
+STATEMENT_TIMEOUT = 60
 # How long rows of the change feed are kept ([allotment] change_feed_retention).
 DEFAULT_FEED_RETENTION = datetime.timedelta(hours=1)
 
@@ -68,7 +71,14 @@ def create_engine(url: str, *, conf=None) -> Engine:
         kwargs["connect_args"] = {"check_same_thread": False,
                                   "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
     else:
+        # A connection that died with a restarted server is found out (and
+        # the pool emptied of its kind) before a request uses it.
         kwargs["pool_pre_ping"] = True
+        connect_timeout, statement_timeout = CONNECT_TIMEOUT, STATEMENT_TIMEOUT
+        if conf is not None:
+            connect_timeout = conf.allotment.database_connect_timeout
+            statement_timeout = conf.allotment.database_statement_timeout
+        kwargs["connect_args"] = _timeouts(backend, connect_timeout, statement_timeout)
         if db_conf is not None:
             kwargs["pool_recycle"] = db_conf.connection_recycle_time
             if db_conf.max_pool_size is not None:
@@ -77,14 +87,40 @@ def create_engine(url: str, *, conf=None) -> Engine:
                 kwargs["max_overflow"] = db_conf.max_overflow
             if db_conf.pool_timeout is not None:
                 kwargs["pool_timeout"] = db_conf.pool_timeout
+    if backend == "mysql":
+        # Writes take row locks and then read what they locked: they must
+        # see the latest committed rows, as on PostgreSQL, not the snapshot
+        # InnoDB's default REPEATABLE READ fixed at the first read.  Reads
+        # ask for REPEATABLE READ themselves (see Database.read).
+        kwargs["isolation_level"] = "READ COMMITTED"
     engine = sa.create_engine(url, **kwargs)
     if backend == "sqlite":
         synchronous = db_conf.sqlite_synchronous if db_conf is not None else True
         _setup_sqlite(engine, synchronous=synchronous)
     elif backend == "mysql":
         mode = db_conf.mysql_sql_mode if db_conf is not None else "TRADITIONAL"
-        _setup_mysql(engine, mode)
+        _setup_mysql(engine, mode, statement_timeout)
     return engine
+
+
+def _timeouts(backend: str, connect: int, statement: int) -> dict:
+    """Driver arguments that bound how long a request can wait on the server."""
+    if backend == "postgresql":
+        args: dict = {"connect_timeout": connect,
+                      # Notice a server that vanished without closing the socket.
+                      "keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5,
+                      "keepalives_count": 3}
+        if statement:
+            args["options"] = f"-c statement_timeout={statement * 1000}"
+        return args
+    if backend == "mysql":
+        args = {"connect_timeout": connect}
+        if statement:
+            # The server cancels first (see _setup_mysql); the socket timeout
+            # is for a server that stopped answering altogether.
+            args["read_timeout"] = args["write_timeout"] = statement + 15
+        return args
+    return {}
 
 
 def _setup_sqlite(engine: Engine, *, synchronous: bool) -> None:
@@ -114,12 +150,32 @@ def _setup_sqlite(engine: Engine, *, synchronous: bool) -> None:
             conn.exec_driver_sql("BEGIN")
 
 
-def _setup_mysql(engine: Engine, mode: str) -> None:
+def _setup_mysql(engine: Engine, mode: str, statement_timeout: int) -> None:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn, _record):
         cur = dbapi_conn.cursor()
         cur.execute("SET SESSION sql_mode = %s", (mode,))
+        if statement_timeout:
+            cur.execute("SET SESSION innodb_lock_wait_timeout = %s", (statement_timeout,))
+            if "mariadb" in dbapi_conn.get_server_info().lower():
+                cur.execute("SET SESSION max_statement_time = %s", (statement_timeout,))
+            else:
+                # MySQL limits only SELECTs; writes are bounded by the lock wait.
+                cur.execute("SET SESSION max_execution_time = %s",
+                            (statement_timeout * 1000,))
         cur.close()
+
+
+@contextmanager
+def _failures_as_unavailable() -> Iterator[None]:
+    """Raise what a database failure means to the client (see faults.py)."""
+    try:
+        yield
+    except Exception as exc:
+        translated = faults.translate(exc)
+        if translated is None:
+            raise
+        raise translated from exc
 
 
 class Database:
@@ -145,9 +201,9 @@ class Database:
     def read(self) -> Iterator[Connection]:
         """A read-only transaction that sees one consistent snapshot."""
         options: dict = {}
-        if self.backend == "postgresql":
+        if self.backend in ("postgresql", "mysql"):
             options["isolation_level"] = "REPEATABLE READ"
-        with self.engine.connect() as conn:
+        with _failures_as_unavailable(), self.engine.connect() as conn:
             if options:
                 conn = conn.execution_options(**options)
             with conn.begin():
@@ -158,9 +214,10 @@ class Database:
         """A read-write transaction: committed on success, rolled back on error.
 
         What the transaction changed is appended to the change feed just
-        before it commits.
+        before it commits.  A database failure (see faults.py) raises
+        errors.DatabaseUnavailable, a deadlock errors.TransactionAborted.
         """
-        with self.engine.connect() as conn:
+        with _failures_as_unavailable(), self.engine.connect() as conn:
             conn = conn.execution_options(allotment_write=True)
             feed.begin(conn)
             try:
@@ -177,7 +234,7 @@ class Database:
         For single reads that need no consistency with each other: one
         round trip, no BEGIN or COMMIT.
         """
-        with self.engine.connect() as conn:
+        with _failures_as_unavailable(), self.engine.connect() as conn:
             yield conn.execution_options(isolation_level="AUTOCOMMIT")
 
     def dispose(self) -> None:

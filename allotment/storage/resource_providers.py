@@ -26,6 +26,7 @@ from allotment.storage.tables import (
     allocations,
     inventories,
     placement_aggregates,
+    placement_feed_state,
     resource_provider_aggregates,
     resource_provider_traits,
     resource_providers,
@@ -175,11 +176,15 @@ def lock_tree_shapes(conn: Connection) -> None:
     Loop detection and the root ids of a moved subtree are only correct if no
     other writer reshapes the same trees meanwhile.  SQLite writers are
     already serial (BEGIN IMMEDIATE); PostgreSQL takes a transaction-scoped
-    advisory lock.  Elsewhere the row locks taken by lock_rows() are what we
-    rely on.
+    advisory lock.  MySQL's named locks outlive the transaction, so there the
+    one row of ``placement_feed_state`` is locked instead (released by the
+    commit or rollback, whatever happens to the connection).
     """
     if conn.dialect.name == "postgresql":
         conn.execute(sa.select(sa.func.pg_advisory_xact_lock(_TREE_LOCK_KEY)))
+    elif conn.dialect.name == "mysql":
+        conn.execute(sa.select(placement_feed_state.c.id)
+                     .where(placement_feed_state.c.id == 1).with_for_update())
 
 
 _LOCKED_BY_UUIDS_OR_IDS = (

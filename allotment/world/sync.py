@@ -77,6 +77,18 @@ class Replica:
             if self.world is None:
                 self.rebuild()
                 return
+            try:
+                self._catch_up()
+            except BaseException:
+                # A failure part way (the database went away between reading
+                # the feed and reading the trees it names) may have moved
+                # ``head`` past changes not applied: never serve that world;
+                # the next request reads the whole world again.
+                self.world = None
+                raise
+
+    def _catch_up(self) -> None:
+        with self.lock:
             with self.db.autocommit() as conn:
                 entries = feed.read(conn, self.head, self.gaps)
                 if not entries:

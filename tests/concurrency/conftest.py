@@ -7,13 +7,11 @@ one database.
 
 from __future__ import annotations
 
-import os
 import shutil
 import socket
 import subprocess
 import sys
 import time
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,9 +20,9 @@ import requests
 import sqlalchemy as sa
 
 from allotment.storage import db as db_mod
+from tests.harness import backends
+from tests.harness.backends import BACKENDS
 
-PG_URL = os.environ.get("ALLOTMENT_TEST_PG_URL")
-BACKENDS = ["sqlite"] + (["postgresql"] if PG_URL else [])
 WORKERS = 4
 STARTUP_SECONDS = 60
 
@@ -39,10 +37,6 @@ def _console_script() -> str:
     """allotment-api next to the running interpreter (the project's venv)."""
     candidate = Path(sys.executable).with_name("allotment-api")
     return str(candidate) if candidate.exists() else shutil.which("allotment-api")
-
-
-def _admin_engine() -> sa.Engine:
-    return sa.create_engine(db_mod.normalise_url(PG_URL), isolation_level="AUTOCOMMIT")
 
 
 @dataclass
@@ -61,17 +55,7 @@ class LiveServer:
 @pytest.fixture(scope="module", params=BACKENDS)
 def live_server(request, tmp_path_factory) -> LiveServer:
     workdir = tmp_path_factory.mktemp(f"live-{request.param}")
-    pg_name = None
-    if request.param == "sqlite":
-        database_url = f"sqlite:///{workdir / 'allotment.sqlite'}"
-    else:
-        pg_name = f"allotment_live_{uuid.uuid4().hex[:12]}"
-        admin = _admin_engine()
-        with admin.connect() as conn:
-            conn.execute(sa.text(f'CREATE DATABASE "{pg_name}"'))
-        admin.dispose()
-        database_url = (sa.engine.make_url(db_mod.normalise_url(PG_URL))
-                        .set(database=pg_name).render_as_string(hide_password=False))
+    database_url = backends.create_database(request.param, workdir, "allotment_live")
 
     config = workdir / "placement.conf"
     config.write_text(
@@ -106,8 +90,4 @@ def live_server(request, tmp_path_factory) -> LiveServer:
             proc.kill()
             proc.wait()
         log.close()
-        if pg_name is not None:
-            admin = _admin_engine()
-            with admin.connect() as conn:
-                conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{pg_name}" WITH (FORCE)'))
-            admin.dispose()
+        backends.drop_database(request.param, database_url)

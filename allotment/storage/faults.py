@@ -1,0 +1,76 @@
+"""What a database error means for the request that met it.
+
+Every DBAPI error that is not about the data itself (an integrity error is
+handled where it can happen) says the database could not do the work right
+now: the server went away, a connection was cut, a statement ran past its
+timeout, the disk is full or read-only, or the transaction was chosen as a
+deadlock victim.  In every case the transaction did not commit, so the
+client gets a 503 it may retry, never a 500.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import sqlalchemy as sa
+
+from allotment import errors
+
+LOG = logging.getLogger(__name__)
+
+# SQLSTATEs of PostgreSQL's serialization_failure and deadlock_detected, and
+# MySQL's deadlock error: the transaction is doomed but running it again can
+# succeed.  A lock wait that timed out is not retried: it already took the
+# whole statement timeout, and the client should hear of it then.
+_PG_RETRYABLE = {"40001", "40P01"}
+_MYSQL_RETRYABLE = {1213}
+
+
+def is_transient(exc: sa.exc.DBAPIError) -> bool:
+    """A conflict with another transaction: running this one again may work."""
+    orig = exc.orig
+    if getattr(orig, "sqlstate", None) in _PG_RETRYABLE:
+        return True
+    args = getattr(orig, "args", ())
+    if args and args[0] in _MYSQL_RETRYABLE:
+        return True
+    return "database is locked" in str(orig)
+
+
+def translate(exc: Exception) -> errors.DatabaseUnavailable | None:
+    """The Placement error for a database failure; None when ``exc`` is not one
+    (integrity errors included: callers that expect them handle them)."""
+    if isinstance(exc, sa.exc.TimeoutError):
+        LOG.warning("No database connection free in time: %s", exc)
+        return errors.DatabaseUnavailable(
+            "No database connection became free in time. Please retry.")
+    if _raw_driver_failure(exc):
+        # Raised by the driver where SQLAlchemy does not wrap it (setting a
+        # connection's isolation level as it is handed out).
+        LOG.warning("Database unavailable: %s", exc)
+        return errors.DatabaseUnavailable(
+            "The database is unavailable; nothing was written. Please retry.")
+    if not isinstance(exc, sa.exc.DBAPIError) or isinstance(exc, sa.exc.IntegrityError):
+        return None
+    reason = str(exc.orig).strip().splitlines()[0] if exc.orig is not None else str(exc)
+    if is_transient(exc):
+        LOG.info("Transaction aborted by the database: %s", reason)
+        return errors.TransactionAborted(
+            "The database aborted the transaction because of a conflicting "
+            "one; nothing was written. Please retry.")
+    if isinstance(exc, sa.exc.OperationalError | sa.exc.InterfaceError) or \
+            exc.connection_invalidated:
+        LOG.warning("Database unavailable: %s", reason)
+        return errors.DatabaseUnavailable(
+            "The database is unavailable; nothing was written. Please retry.")
+    return None
+
+
+_DRIVERS = ("pymysql", "psycopg", "sqlite3")
+
+
+def _raw_driver_failure(exc: Exception) -> bool:
+    """A PEP 249 OperationalError or InterfaceError straight from a driver."""
+    return any(cls.__name__ in ("OperationalError", "InterfaceError")
+               and cls.__module__.split(".")[0] in _DRIVERS
+               for cls in type(exc).__mro__)

@@ -1,0 +1,64 @@
+"""Which database errors become which Placement errors (storage/faults.py)."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import psycopg
+import pymysql
+import pytest
+import sqlalchemy as sa
+
+from allotment import errors
+from allotment.storage import faults
+
+
+def _wrapped(cls, orig, **kw):
+    return cls("SELECT 1", {}, orig, **kw)
+
+
+class _PgError(Exception):
+    def __init__(self, sqlstate: str) -> None:
+        super().__init__(f"sqlstate {sqlstate}")
+        self.sqlstate = sqlstate
+
+
+@pytest.mark.parametrize("exc", [
+    _wrapped(sa.exc.OperationalError, psycopg.OperationalError("server closed the connection")),
+    _wrapped(sa.exc.OperationalError, pymysql.err.OperationalError(2013, "Lost connection")),
+    _wrapped(sa.exc.OperationalError, pymysql.err.OperationalError(1205, "Lock wait timeout")),
+    _wrapped(sa.exc.OperationalError, sqlite3.OperationalError("database or disk is full")),
+    _wrapped(sa.exc.OperationalError,
+             sqlite3.OperationalError("attempt to write a readonly database")),
+    _wrapped(sa.exc.InterfaceError, pymysql.err.InterfaceError(0, "")),
+    _wrapped(sa.exc.DBAPIError, Exception("gone"), connection_invalidated=True),
+    sa.exc.TimeoutError("QueuePool limit reached"),
+    pymysql.err.OperationalError(2013, "Lost connection"),  # unwrapped, from the driver
+    psycopg.OperationalError("connection refused"),
+])
+def test_unavailability_is_a_503_that_is_not_retried(exc):
+    translated = faults.translate(exc)
+    assert isinstance(translated, errors.DatabaseUnavailable)
+    assert not isinstance(translated, errors.TransactionAborted)
+    assert translated.status == 503
+    assert translated.headers["Retry-After"] == "1"
+
+
+@pytest.mark.parametrize("exc", [
+    _wrapped(sa.exc.OperationalError, _PgError("40P01")),
+    _wrapped(sa.exc.OperationalError, _PgError("40001")),
+    _wrapped(sa.exc.OperationalError, pymysql.err.OperationalError(1213, "Deadlock found")),
+    _wrapped(sa.exc.OperationalError, sqlite3.OperationalError("database is locked")),
+])
+def test_conflicts_between_transactions_may_be_retried(exc):
+    assert isinstance(faults.translate(exc), errors.TransactionAborted)
+
+
+@pytest.mark.parametrize("exc", [
+    _wrapped(sa.exc.IntegrityError, sqlite3.IntegrityError("UNIQUE constraint failed")),
+    _wrapped(sa.exc.ProgrammingError, psycopg.ProgrammingError("syntax error")),
+    ValueError("not a database error"),
+    errors.NotFound("no such provider"),
+])
+def test_other_errors_are_left_alone(exc):
+    assert faults.translate(exc) is None
