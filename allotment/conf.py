@@ -116,9 +116,9 @@ allotment_opts = [
                "member_of=in:...); more are refused with 400."),
     cfg.IntOpt("client_timeout", default=30, min=1,
                help="allotment-api only: seconds a client has, from the moment "
-               "its connection is accepted, to send its whole request and to "
-               "take the whole response. A slower client is disconnected, so "
-               "it cannot hold a worker."),
+               "its connection is accepted, to send its whole request, and "
+               "again to take the whole response. A slower client is "
+               "disconnected, so it cannot hold a worker."),
 ]
 
 # Placement itself sets no limit; oslo.middleware's option of the same name

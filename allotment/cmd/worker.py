@@ -3,9 +3,9 @@
 A sync worker serves one connection at a time, and gunicorn's own socket
 reads have no timeout: a client that sends its request a byte at a time (or
 opens a connection and says nothing) holds the worker until the arbiter's
-``timeout`` kills it.  Here every connection gets one deadline,
-``[allotment] client_timeout`` seconds from its acceptance, for sending the
-whole request and taking the whole response; a client that misses it is
+``timeout`` kills it.  Here a client has ``[allotment] client_timeout``
+seconds from its connection's acceptance to send the whole request, and as
+long again to take the whole response; a client that misses either is
 disconnected and the worker moves on.
 """
 
@@ -24,24 +24,24 @@ from allotment.api import rendering
 
 
 class DeadlineSocket:
-    """A client socket whose every read and write ends by one deadline.
+    """A client socket with a deadline for reading the request and another
+    for writing the response.
 
-    At the deadline the connection is shut down and reads see end of file,
-    which gunicorn treats as a client that went away: no error is logged for
-    it, and a request body cut short reaches the application as a short
-    (malformed) body, never as an exception.
+    The request must arrive within ``seconds`` of the connection's
+    acceptance; the response must be taken within ``seconds`` of its first
+    byte.  Time the application spends in between counts against neither.
+    At a read deadline the connection is shut down and reads see end of
+    file, which gunicorn treats as a client that went away: no error is
+    logged for it, and a request body cut short reaches the application as a
+    short (malformed) body, never as an exception.
     """
 
     def __init__(self, sock: socket.socket, seconds: float) -> None:
         self._sock = sock
-        self._deadline = time.monotonic() + seconds
+        self._seconds = seconds
+        self._read_by = time.monotonic() + seconds
+        self._write_by: float | None = None
         self.expired = False
-
-    def _remaining(self) -> float:
-        remaining = self._deadline - time.monotonic()
-        if remaining <= 0:
-            self._expire()
-        return remaining
 
     def _expire(self) -> None:
         if not self.expired:
@@ -50,7 +50,9 @@ class DeadlineSocket:
                 self._sock.shutdown(socket.SHUT_RDWR)
 
     def recv(self, size: int, *flags: int) -> bytes:
-        remaining = self._remaining()
+        remaining = self._read_by - time.monotonic()
+        if remaining <= 0:
+            self._expire()
         if self.expired:
             return b""
         self._sock.settimeout(remaining)
@@ -61,7 +63,11 @@ class DeadlineSocket:
             return b""
 
     def _write(self, method: str, *args: Any) -> Any:
-        remaining = self._remaining()
+        if self._write_by is None:
+            self._write_by = time.monotonic() + self._seconds
+        remaining = self._write_by - time.monotonic()
+        if remaining <= 0:
+            self._expire()
         if self.expired:
             raise BrokenPipeError(32, "client deadline passed")
         self._sock.settimeout(remaining)

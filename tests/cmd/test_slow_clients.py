@@ -124,3 +124,4 @@ def test_overlong_request_lines_are_414_in_placement_shape(server, length) -> No
     assert error["status"] == 414
     assert error["title"] == "Request-URI Too Long"
     assert served_promptly(server) < 3
+
