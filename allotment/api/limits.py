@@ -77,10 +77,6 @@ class Middleware:
                 f"({self.limits.query_bytes} bytes).")
         if "%" in query or not query.isascii():
             check_query_text(query)
-        if "\x00" in req.env.get("PATH_INFO", ""):
-            # Names and ids are looked up as they are; PostgreSQL refuses
-            # text with NUL outright.
-            raise errors.BadRequest("NUL characters are not allowed in the URL path.")
         length = req.content_length
         if length is not None and length > self.limits.body_bytes:
             raise body_too_large(self.limits)

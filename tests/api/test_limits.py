@@ -202,12 +202,17 @@ def test_nul_and_non_utf8_in_query_strings_are_400(api, provider, query) -> None
 ])
 def test_nul_and_non_utf8_in_paths_are_4xx(api, provider, path) -> None:
     before = world(api)
+    # A name or id with a NUL names nothing (404), or is invalid (400), as
+    # on any other backend: PostgreSQL, which refuses such text, is never
+    # asked about it.
     for method in ("GET", "PUT", "DELETE"):
         resp = api.request(method, path, json={"x": 1} if method == "PUT" else None)
+        if method == "GET" and path.startswith("/allocations/"):
+            # As upstream: any consumer id reads as one without allocations.
+            assert (resp.status, resp.json) == (200, {"allocations": {}})
+            continue
         assert 400 <= resp.status < 500, resp
         assert resp.error()["status"] == resp.status
-        if "%00" in path:
-            assert_placement_error(resp, 400, "NUL characters are not allowed")
     assert world(api) == before
 
 
