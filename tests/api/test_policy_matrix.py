@@ -278,3 +278,65 @@ def test_policy_file_overriding_a_base_rule(tmp_path, keystone) -> None:
                     f"/usages?project_id={PROJECT}").status == 200
     finally:
         database.dispose()
+
+
+# --- the expectations against upstream's own rules --------------------------
+
+_UPSTREAM_DECISIONS = r"""
+import json, sys
+from oslo_config import cfg
+from oslo_context import context
+from oslo_policy import policy
+from placement import policies
+
+callers, modes = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+decisions = {}
+for mode, settings in modes.items():
+    conf = cfg.ConfigOpts()
+    conf([], project="placement")
+    enforcer = policy.Enforcer(conf)
+    conf.set_override("policy_file", "/nonexistent/policy.yaml", group="oslo_policy")
+    for key, value in settings.items():
+        conf.set_override(key, value, group="oslo_policy")
+    enforcer.register_defaults(policies.list_rules())
+    enforcer.load_rules()
+    for rule in policies.list_rules():
+        for target, project_id in (("own", "project-a"), ("other", "project-b")):
+            for caller, (project, roles, scope) in callers.items():
+                ctx = context.RequestContext(
+                    user_id="u", project_id=project, roles=roles,
+                    system_scope="all" if scope == "system" else None,
+                    domain_id="default" if scope == "domain" else None)
+                allowed = enforcer.authorize(
+                    rule.name, {"project_id": project_id, "user_id": "u"}, ctx,
+                    do_raise=False)
+                decisions[f"{mode}|{rule.name}|{target}|{caller}"] = bool(allowed)
+print(json.dumps(decisions))
+"""
+
+
+def test_expectations_match_upstreams_own_rules() -> None:
+    """The table above, checked against Placement 16.0.0's own policy code
+    run by oslo.policy in upstream's environment (tests/harness/upstream.py),
+    where that environment is installed."""
+    import json
+    import subprocess
+
+    from tests.harness import upstream
+
+    python = upstream.venv_path() / "bin" / "python"
+    if not python.exists():
+        pytest.skip(f"upstream Placement is not installed at {upstream.venv_path()}")
+    callers = {name: list(value) for name, value in CALLERS.items()}
+    result = subprocess.run(
+        [str(python), "-c", _UPSTREAM_DECISIONS, json.dumps(callers), json.dumps(MODES)],
+        capture_output=True, text=True, check=True, timeout=120)
+    decisions = json.loads(result.stdout)
+    upstream_rules = {key.split("|")[1] for key in decisions}
+    assert upstream_rules - BASE_RULES == set(RULE_BASE)
+    for key, allowed in decisions.items():
+        mode, rule, target, caller = key.split("|")
+        if rule in BASE_RULES or (target == "other" and rule != policies.TOTAL_USAGES):
+            continue
+        expected = caller in ALLOWED[RULE_BASE[rule], target, mode]
+        assert allowed is expected, key
