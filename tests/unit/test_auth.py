@@ -279,3 +279,14 @@ def test_keystone_unknown_token_is_401(tmp_path, keystone_tokens) -> None:
     resp = call(app, "/resource_providers", {"X-Auth-Token": "not-a-token"})
     assert resp.status_int == 401
     assert recorder.environ is None
+
+
+def test_keystone_leaves_no_unset_headers_in_the_environ(tmp_path, keystone_tokens) -> None:
+    # auth_token sets headers a token does not fill (system scope, domain)
+    # to None; PEP 3333 allows only strings, and header parsers fail on None.
+    token = keystone_tokens.add("u-3", "p-3", ["admin"])
+    app, recorder, _ = build("keystone", tmp_path, KEYSTONE_CONF)
+    assert call(app, "/resource_providers", {"X-Auth-Token": token}).status_int == 200
+    unset = [key for key, value in recorder.environ.items() if value is None]
+    assert unset == []
+    assert recorder.ctx.system_scope is None
