@@ -125,3 +125,14 @@ def test_overlong_request_lines_are_414_in_placement_shape(server, length) -> No
     assert error["title"] == "Request-URI Too Long"
     assert served_promptly(server) < 3
 
+
+
+@pytest.mark.parametrize("headers", [
+    {"X-Big": "x" * 10000},                              # one header too large
+    {f"X-Many-{i}": "x" for i in range(150)},            # too many headers
+])
+def test_oversized_headers_are_4xx(server, headers) -> None:
+    resp = requests.get(f"{server.url}/resource_providers", headers={**HEADERS, **headers},
+                        timeout=10)
+    assert 400 <= resp.status_code < 500
+    assert served_promptly(server) < 3
