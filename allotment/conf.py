@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 
 from oslo_config import cfg
 from oslo_log import log as oslo_log
-from oslo_middleware import cors, http_proxy_to_wsgi
+from oslo_middleware import cors, http_proxy_to_wsgi, sizelimit
 from oslo_policy import opts as policy_opts
 
 from allotment import __version__
@@ -102,6 +102,39 @@ allotment_opts = [
                help="Seconds one SQL statement (lock waits included) may run on "
                "PostgreSQL or MySQL before the database cancels it and the "
                "request is answered 503; 0 for no limit."),
+    # Bounds on what one request may ask for, so that no request, however
+    # malformed or hostile, can pin a worker or exhaust its memory.  The
+    # defaults are far above anything a scheduler or a driver sends.
+    cfg.IntOpt("max_query_string_length", default=8192, min=256,
+               help="Longest query string accepted, in bytes as sent "
+               "(percent-encoded). Longer ones are refused with 414."),
+    cfg.IntOpt("max_query_parameters", default=1000, min=16,
+               help="Most key=value pairs accepted in one query string; more "
+               "are refused with 400."),
+    cfg.IntOpt("max_json_depth", default=32, min=8,
+               help="Deepest nesting of arrays and objects accepted in a JSON "
+               "body; deeper documents are refused with 400."),
+    cfg.IntOpt("max_request_groups", default=128, min=1,
+               help="Most request groups (the unsuffixed one and each "
+               "resources/required/member_of/in_tree suffix) accepted in one "
+               "query; more are refused with 400."),
+    cfg.IntOpt("max_any_of_members", default=256, min=1,
+               help="Most members of one 'in:' list (required=in:... or "
+               "member_of=in:...); more are refused with 400."),
+    cfg.IntOpt("client_timeout", default=30, min=1,
+               help="allotment-api only: seconds a client has, from the moment "
+               "its connection is accepted, to send its whole request, and "
+               "again to take the whole response. A slower client is "
+               "disconnected, so it cannot hold a worker."),
+]
+
+# Placement itself sets no limit; oslo.middleware's option of the same name
+# and group bounds request bodies here.  Its 112 KiB default is raised, since
+# a reshape of a big host carries every allocation on it.
+body_size_opts = [
+    cfg.IntOpt(opt.name, default=1024 * 1024, min=1024, help=opt.help +
+               " Larger bodies are refused with 413.")
+    for opt in sizelimit.OPTS
 ]
 
 workaround_opts = [
@@ -142,6 +175,7 @@ def register_opts(conf: cfg.ConfigOpts) -> None:
     conf.register_opts(base_opts)
     conf.register_opts(cors.CORS_OPTS, "cors")
     conf.register_opts(http_proxy_to_wsgi.OPTS, "oslo_middleware")
+    conf.register_opts(body_size_opts, "oslo_middleware")
     policy_opts.set_defaults(conf)
     cors.set_defaults(**CORS_DEFAULTS)
     oslo_log.register_options(conf)
@@ -187,5 +221,6 @@ def list_opts() -> list[tuple[str, list[cfg.Opt]]]:
         ("placement", placement_opts),
         ("workarounds", workaround_opts),
         ("allotment", allotment_opts),
+        ("oslo_middleware", body_size_opts),
         ("DEFAULT", base_opts),
     ]

@@ -111,6 +111,18 @@ class Conflict(PlacementError):
     explanation = "There was a conflict when trying to complete your request."
 
 
+class RequestEntityTooLarge(PlacementError):
+    status = 413
+    title = "Request Entity Too Large"
+    explanation = "The body of your request was too large for this server."
+
+
+class RequestURITooLong(PlacementError):
+    status = 414
+    title = "Request-URI Too Long"
+    explanation = "The request URI was too long for this server."
+
+
 class UnsupportedMediaType(PlacementError):
     status = 415
     title = "Unsupported Media Type"

@@ -10,7 +10,7 @@ from oslo_middleware import cors as cors_mw
 from oslo_middleware import http_proxy_to_wsgi
 
 from allotment import errors
-from allotment.api import middleware, rendering, routes
+from allotment.api import limits, middleware, rendering, routes
 from allotment.auth import middleware as auth_middleware
 from allotment.auth.policy import Policy
 from allotment.runtime import Runtime
@@ -34,6 +34,7 @@ def create_app(conf: cfg.ConfigOpts, *, db: Database | None = None):
 
     app = falcon.App(
         middleware=[middleware.Microversion(), middleware.ContentChecks(),
+                    limits.Middleware(limits.Limits.from_conf(conf)),
                     middleware.Context()],
     )
     # Placement treats "a=" as a present-but-empty value and reports it.
@@ -79,6 +80,8 @@ _FRAMEWORK_MAP: dict[int, type[errors.PlacementError]] = {
     405: errors.MethodNotAllowed,
     406: errors.NotAcceptable,
     409: errors.Conflict,
+    413: errors.RequestEntityTooLarge,
+    414: errors.RequestURITooLong,
     415: errors.UnsupportedMediaType,
 }
 

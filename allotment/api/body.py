@@ -16,6 +16,7 @@ import falcon
 import jsonschema
 
 from allotment import errors
+from allotment.api import limits
 from allotment.api.schema import first_error
 
 JSON = "application/json"
@@ -49,36 +50,24 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a valid JSON number")
 
 
-def _check_strings(value: Any) -> None:
-    """Refuse text no database can store (NUL, lone surrogates)."""
-    if isinstance(value, str):
-        if "\x00" in value:
-            raise errors.BadRequest("Malformed JSON: NUL characters are not allowed")
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise errors.BadRequest(f"Malformed JSON: {exc}") from None
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            _check_strings(key)
-            _check_strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            _check_strings(item)
-
-
 def json_body(req: falcon.Request, schema: dict | None = None) -> Any:
     """The request's JSON document, validated against ``schema``.
 
     NaN and Infinity are not JSON and are refused like any syntax error.
+    The body is read only up to the size limit, and checked for depth and
+    storable text before the schema sees it.
     """
     require_json(req)
-    raw = req.bounded_stream.read()
+    bounds = limits.of(req)
+    raw = req.bounded_stream.read(bounds.body_bytes + 1)
+    if len(raw) > bounds.body_bytes:
+        raise limits.body_too_large(bounds)
     try:
+        # Integers of more than 4300 digits raise ValueError here too.
         data = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise errors.BadRequest(f"Malformed JSON: {exc}") from None
-    _check_strings(data)
+    limits.check_document(data, bounds.json_depth)
     if schema is not None:
         validate(data, schema)
     return data

@@ -110,16 +110,25 @@ def _parse_groups(params: Sequence[tuple[str, str]], version: tuple[int, int]
     names = "|".join(_GROUP_PARAMS)
     pattern = re.compile(rf"^({names})({_suffix_pattern(version)})?$")
     groups: dict[str, _Group] = {}
+    # Every value of each key, gathered once.  A repeated required or
+    # member_of key is parsed whole at its first occurrence (so its errors
+    # come in query order) and skipped after: reparsing it at each repeat
+    # would cost the square of the number of pairs.
+    by_key: dict[str, list[str]] = {}
+    for key, value in params:
+        by_key.setdefault(key, []).append(value)
+    done: set[str] = set()
     for key, value in params:
         match = pattern.match(key)
-        if not match:
+        if not match or key in done:
             continue
         name, suffix = match.group(1), match.group(2) or ""
         group = groups.setdefault(suffix, _Group())
         if name == "resources":
             group.resources = filters.parse_resources(value)
         elif name == "required":
-            values = [v for k, v in params if k == key]
+            done.add(key)
+            values = by_key[key]
             if version < (1, 39):
                 # Before any-traits, a repeated key meant "the last one wins".
                 values = values[-1:]
@@ -131,8 +140,9 @@ def _parse_groups(params: Sequence[tuple[str, str]], version: tuple[int, int]
                 group.required += req
                 group.forbidden |= forb
         elif name == "member_of":
+            done.add(key)
             group.member_of, group.forbidden_aggs = filters.parse_member_of(
-                [v for k, v in params if k == key], suffix, version)
+                by_key[key], suffix, version)
         else:
             group.in_tree = _parse_in_tree(value)
     return groups

@@ -8,6 +8,7 @@ import sys
 from gunicorn.app.base import BaseApplication
 
 from allotment.cmd import common
+from allotment.cmd.worker import DeadlineSyncWorker
 from allotment.service import setup
 from allotment.storage import db as db_mod
 
@@ -24,7 +25,13 @@ class _Server(BaseApplication):
             "preload_app": False,
             "accesslog": "-",
             "timeout": 120,
+            "worker_class": "allotment.cmd.worker.DeadlineSyncWorker",
+            # gunicorn's largest request line (its default is 4094): the
+            # application's own bound, [allotment] max_query_string_length,
+            # answers longer query strings with a 414 of Placement's shape.
+            "limit_request_line": 8190,
         }
+        DeadlineSyncWorker.client_timeout = conf.allotment.client_timeout
         super().__init__()
 
     def load_config(self) -> None:

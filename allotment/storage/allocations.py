@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Row
 
 from allotment.storage import feed
-from allotment.storage.db import utcnow
+from allotment.storage.db import storable_text, utcnow
 from allotment.storage.tables import (
     allocations,
     consumer_types,
@@ -37,6 +37,8 @@ def for_consumer(conn: Connection, consumer_uuid: str) -> list[Row]:
     created_at, updated_at, consumer_generation, project_external_id,
     user_external_id, consumer_type.
     """
+    if not storable_text(consumer_uuid):
+        return []
     rp = resource_providers
     query = sa.select(
         rp.c.uuid.label("provider_uuid"),

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Row
 
-from allotment.storage.db import utcnow
+from allotment.storage.db import storable_text, utcnow
 from allotment.storage.tables import (
     allocations,
     consumer_types,
@@ -44,7 +44,7 @@ def get_many_by_uuid(conn: Connection, uuids: Iterable[str]) -> dict[str, Row]:
     project_external_id, user_external_id and consumer_type (None when the
     consumer predates consumer types).
     """
-    wanted = sorted(set(uuids))
+    wanted = sorted({uuid for uuid in uuids if storable_text(uuid)})
     if not wanted:
         return {}
     rows = conn.execute(_select().where(TABLE.c.uuid.in_(wanted)))

@@ -28,6 +28,15 @@ STATEMENT_TIMEOUT = 60
 DEFAULT_FEED_RETENTION = datetime.timedelta(hours=1)
 
 
+def storable_text(value: object) -> bool:
+    """Whether ``value`` could be in a text column at all.
+
+    Text with a NUL cannot have been stored, and PostgreSQL refuses to even
+    compare it, so it is never sent: it simply matches nothing.
+    """
+    return isinstance(value, str) and "\x00" not in value
+
+
 def utcnow() -> datetime.datetime:
     """Naive UTC timestamp, the form stored in every created_at/updated_at."""
     return datetime.datetime.now(datetime.UTC).replace(tzinfo=None, microsecond=0)

@@ -19,7 +19,7 @@ from sqlalchemy.engine import Connection, Row
 from allotment import errors
 from allotment.storage import feed
 from allotment.storage import resource_providers as providers
-from allotment.storage.db import utcnow
+from allotment.storage.db import storable_text, utcnow
 from allotment.storage.tables import allocations, inventories, resource_classes
 
 LOG = logging.getLogger(__name__)
@@ -129,7 +129,7 @@ def get_for_providers(conn: Connection,
 
 
 def class_ids(conn: Connection, names: Iterable[str]) -> dict[str, int]:
-    wanted = sorted(set(names))
+    wanted = sorted({name for name in names if storable_text(name)})
     if not wanted:
         return {}
     return dict(conn.execute(sa.select(resource_classes.c.name, resource_classes.c.id)

@@ -11,16 +11,18 @@ from collections.abc import Iterable
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Row
 
-from allotment.storage.db import utcnow
+from allotment.storage.db import storable_text, utcnow
 
 
 def get(conn: Connection, table: sa.Table, name: str) -> Row | None:
+    if not storable_text(name):
+        return None
     return conn.execute(sa.select(table).where(table.c.name == name)).first()
 
 
 def ids_for(conn: Connection, table: sa.Table, names: Iterable[str]) -> dict[str, int]:
     """Map each known name to its id; unknown names are simply absent."""
-    wanted = sorted(set(names))
+    wanted = sorted({name for name in names if storable_text(name)})
     if not wanted:
         return {}
     rows = conn.execute(
@@ -71,6 +73,8 @@ def rename(conn: Connection, table: sa.Table, old: str, new: str) -> bool:
 
 
 def delete(conn: Connection, table: sa.Table, name: str) -> int:
+    if not storable_text(name):
+        return 0
     return conn.execute(sa.delete(table).where(table.c.name == name)).rowcount
 
 

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import datetime
 import json
 from pathlib import Path
 
 import pytest
 import webob
-from keystonemiddleware import auth_token
-from keystonemiddleware.auth_token import _exceptions as ksm_exceptions
 from oslo_middleware import request_id
 
 from allotment import auth, errors
@@ -17,6 +14,7 @@ from allotment import conf as allotment_conf
 from allotment.auth import middleware, policies
 from allotment.auth.policy import Policy
 from allotment.context import RequestContext
+from tests.harness.keystone import FakeKeystone
 
 REQUEST_ID = "req-6c0b1d7e-0d5c-4d89-9f4e-3a3b0d1f2c11"
 KEYSTONE_URI = "http://keystone.test:5000/identity"
@@ -249,45 +247,9 @@ def test_keystone_delayed_decision_stops_at_context(tmp_path) -> None:
     assert recorder.environ is None
 
 
-class FakeKeystone:
-    """Token validation without a keystone server.
-
-    Replaces ``AuthProtocol.fetch_token`` (the one call that would reach
-    keystone), as keystonemiddleware's own test fixture does.
-    """
-
-    def __init__(self) -> None:
-        self.tokens: dict[str, dict] = {}
-
-    def add(self, user_id: str, project_id: str, roles: list[str]) -> str:
-        now = datetime.datetime.now(datetime.UTC)
-        domain = {"id": "default", "name": "Default"}
-        body = {"token": {
-            "methods": ["password"],
-            "issued_at": now.isoformat(),
-            "expires_at": (now + datetime.timedelta(hours=1)).isoformat(),
-            "user": {"id": user_id, "name": user_id, "domain": domain},
-            "project": {"id": project_id, "name": project_id, "domain": domain},
-            "roles": [{"id": f"role-{name}", "name": name} for name in roles],
-            "catalog": [],
-        }}
-        token_id = f"token-{len(self.tokens)}"
-        self.tokens[token_id] = body
-        return token_id
-
-    def fetch_token(self, token: str, **kwargs):
-        try:
-            return self.tokens[token]
-        except KeyError:
-            raise ksm_exceptions.InvalidToken() from None
-
-
 @pytest.fixture
 def keystone_tokens(monkeypatch):
-    fake = FakeKeystone()
-    monkeypatch.setattr(auth_token.AuthProtocol, "fetch_token",
-                        lambda self, token, **kw: fake.fetch_token(token, **kw))
-    return fake
+    return FakeKeystone().install(monkeypatch)
 
 
 def test_keystone_valid_token_becomes_context(tmp_path, keystone_tokens) -> None:
@@ -317,3 +279,14 @@ def test_keystone_unknown_token_is_401(tmp_path, keystone_tokens) -> None:
     resp = call(app, "/resource_providers", {"X-Auth-Token": "not-a-token"})
     assert resp.status_int == 401
     assert recorder.environ is None
+
+
+def test_keystone_leaves_no_unset_headers_in_the_environ(tmp_path, keystone_tokens) -> None:
+    # auth_token sets headers a token does not fill (system scope, domain)
+    # to None; PEP 3333 allows only strings, and header parsers fail on None.
+    token = keystone_tokens.add("u-3", "p-3", ["admin"])
+    app, recorder, _ = build("keystone", tmp_path, KEYSTONE_CONF)
+    assert call(app, "/resource_providers", {"X-Auth-Token": token}).status_int == 200
+    unset = [key for key, value in recorder.environ.items() if value is None]
+    assert unset == []
+    assert recorder.ctx.system_scope is None

@@ -1,0 +1,118 @@
+"""The gunicorn worker of allotment-api: a sync worker with a client deadline.
+
+A sync worker serves one connection at a time, and gunicorn's own socket
+reads have no timeout: a client that sends its request a byte at a time (or
+opens a connection and says nothing) holds the worker until the arbiter's
+``timeout`` kills it.  Here a client has ``[allotment] client_timeout``
+seconds from its connection's acceptance to send the whole request, and as
+long again to take the whole response; a client that misses either is
+disconnected and the worker moves on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import time
+from typing import Any
+
+from gunicorn.http.errors import LimitRequestLine
+from gunicorn.workers.sync import SyncWorker
+
+from allotment import errors
+from allotment.api import rendering
+
+
+class DeadlineSocket:
+    """A client socket with a deadline for reading the request and another
+    for writing the response.
+
+    The request must arrive within ``seconds`` of the connection's
+    acceptance; the response must be taken within ``seconds`` of its first
+    byte.  Time the application spends in between counts against neither.
+    At a read deadline the connection is shut down and reads see end of
+    file, which gunicorn treats as a client that went away: no error is
+    logged for it, and a request body cut short reaches the application as a
+    short (malformed) body, never as an exception.
+    """
+
+    def __init__(self, sock: socket.socket, seconds: float) -> None:
+        self._sock = sock
+        self._seconds = seconds
+        self._read_by = time.monotonic() + seconds
+        self._write_by: float | None = None
+        self.expired = False
+
+    def _expire(self) -> None:
+        if not self.expired:
+            self.expired = True
+            with contextlib.suppress(OSError):
+                self._sock.shutdown(socket.SHUT_RDWR)
+
+    def recv(self, size: int, *flags: int) -> bytes:
+        remaining = self._read_by - time.monotonic()
+        if remaining <= 0:
+            self._expire()
+        if self.expired:
+            return b""
+        self._sock.settimeout(remaining)
+        try:
+            return self._sock.recv(size, *flags)
+        except TimeoutError:
+            self._expire()
+            return b""
+
+    def _write(self, method: str, *args: Any) -> Any:
+        if self._write_by is None:
+            self._write_by = time.monotonic() + self._seconds
+        remaining = self._write_by - time.monotonic()
+        if remaining <= 0:
+            self._expire()
+        if self.expired:
+            raise BrokenPipeError(32, "client deadline passed")
+        self._sock.settimeout(remaining)
+        try:
+            return getattr(self._sock, method)(*args)
+        except TimeoutError:
+            self._expire()
+            raise BrokenPipeError(32, "client deadline passed") from None
+
+    def send(self, data: bytes, *flags: int) -> int:
+        return self._write("send", data, *flags)
+
+    def sendall(self, data: bytes, *flags: int) -> None:
+        return self._write("sendall", data, *flags)
+
+    def sendfile(self, *args: Any) -> int:
+        return self._write("sendfile", *args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._sock, name)
+
+
+class DeadlineSyncWorker(SyncWorker):
+    """gunicorn's sync worker, with :class:`DeadlineSocket` connections."""
+
+    #: Seconds per connection; allotment-api sets it from the configuration
+    #: before gunicorn forks its workers.
+    client_timeout: float = 30.0
+
+    def handle(self, listener, client, addr) -> None:
+        super().handle(listener, DeadlineSocket(client, self.client_timeout), addr)
+
+    def handle_error(self, req, client, addr, exc) -> None:
+        if not isinstance(exc, LimitRequestLine):
+            super().handle_error(req, client, addr, exc)
+            return
+        # A request line too long for gunicorn to read gets the 414 the
+        # application gives a query string over its limit, in Placement's
+        # JSON shape, rather than gunicorn's plain-text page.
+        self.log.debug("Request line too long: %s", exc)
+        error = errors.RequestURITooLong(
+            f"The request line is longer than {self.cfg.limit_request_line} bytes.")
+        body = rendering.dumps(rendering.error_body(error, {}, None))
+        head = (f"HTTP/1.1 {error.status} {error.title}\r\n"
+                "Content-Type: application/json\r\n"
+                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n")
+        with contextlib.suppress(OSError):
+            client.sendall(head.encode("latin-1") + body)
