@@ -16,6 +16,7 @@ from allotment.engine import (
     find_candidates,
     provider_summary_uuids,
 )
+from allotment.engine import anchors as anchors_module
 from allotment.engine import search as search_module
 
 VCPU, DISK, VF, VGPU, MEM = "VCPU", "DISK_GB", "SRIOV_NET_VF", "VGPU", "MEMORY_MB"
@@ -211,13 +212,13 @@ def test_results_are_deterministic_unless_randomized():
 def test_search_is_lazy(monkeypatch):
     w = many_hosts(50)
     opened = []
-    real = search_module._search_anchor
+    real = search_module.search_anchor
 
     def spy(plan, r, rng):
         opened.append(r)
         return real(plan, r, rng)
 
-    monkeypatch.setattr(search_module, "_search_anchor", spy)
+    monkeypatch.setattr(search_module, "search_anchor", spy)
     req = request(group(VCPU=1), group("1", SRIOV_NET_VF=1), group("2", SRIOV_NET_VF=1),
                   group_policy="none")
     assert len(w.run(req, limit=4)) == 4
@@ -249,8 +250,8 @@ def test_dead_ends_among_identical_providers_are_not_re_explored(monkeypatch):
     # partial assignment would take 10! steps (minutes), pruning takes ~100.
     snap = Snapshot.build(wide_host(10))
     req = request(*(group(str(i), VGPU=1) for i in range(11)), group_policy="isolate")
-    monkeypatch.setattr(search_module, "_enough_capacity", lambda plan, slots: True)
-    real_build = search_module._build_slots
+    monkeypatch.setattr(anchors_module, "_enough_capacity", lambda plan, slots: True)
+    real_build = anchors_module._build_slots
 
     def without_pigeonhole(plan, r, rng):
         plan.isolate = False
@@ -259,7 +260,7 @@ def test_dead_ends_among_identical_providers_are_not_re_explored(monkeypatch):
         finally:
             plan.isolate = True
 
-    monkeypatch.setattr(search_module, "_build_slots", without_pigeonhole)
+    monkeypatch.setattr(anchors_module, "_build_slots", without_pigeonhole)
     start = time.perf_counter()
     assert list(find_candidates(snap, req)) == []
     assert time.perf_counter() - start < 5
