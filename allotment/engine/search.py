@@ -51,17 +51,17 @@ def find_candidates(
     ``[placement] max_allocation_candidates`` (negative: unlimited).
     ``strategy`` decides whether one anchor's candidates are exhausted before
     the next anchor is tried (``depth-first``) or anchors take turns
-    (``breadth-first``).  Without ``randomize`` the order is a deterministic
+    (``breadth-first``), which decides which candidates ``max_candidates``
+    keeps.  With a ``limit`` the anchors always take turns (see
+    :func:`_spread`).  Without ``randomize`` the order is a deterministic
     function of the snapshot and request.
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown generation strategy {strategy!r}")
     if limit is None:
         limit = request.limit
-    cap = limit
-    if max_candidates is not None and max_candidates >= 0:
-        cap = max_candidates if cap is None else min(cap, max_candidates)
-    if cap == 0:
+    pool = max_candidates if max_candidates is not None and max_candidates >= 0 else None
+    if limit == 0 or pool == 0:
         return iter(())
     if randomize and rng is None:
         rng = random.Random()
@@ -70,13 +70,42 @@ def find_candidates(
     plan = Plan.compile(snapshot, request)
     if plan is None:
         return iter(())
-    results = _dedupe(plan, _interleave(plan, strategy, rng))
-    if rng is not None and cap is None:
-        # Everything is wanted anyway, so a true shuffle costs nothing extra.
-        everything = list(results)
-        rng.shuffle(everything)
-        return iter(everything)
-    return itertools.islice(results, cap)
+    if limit is None:
+        results = _dedupe(plan, _interleave(plan, strategy, rng))
+        if rng is not None and pool is None:
+            # Everything is wanted anyway, so a true shuffle costs nothing extra.
+            everything = list(results)
+            rng.shuffle(everything)
+            return iter(everything)
+        return itertools.islice(results, pool)
+    return _spread(plan, strategy, rng, limit, pool)
+
+
+def _spread(plan: Plan, strategy: str, rng: random.Random | None,
+            limit: int, pool: int | None) -> Iterator[Candidate]:
+    """The ``limit`` candidates a limited request gets.
+
+    Schedulers ask for many candidates and then choose among *hosts*, so a
+    limited answer spreads over as many anchors as it can: the anchors take
+    turns, one candidate each per round, over the candidates the strategy
+    generates before ``max_allocation_candidates`` stops it.  Upstream keeps
+    an arbitrary selection of that generated set, which reaches many hosts but
+    fewer than this does.
+    """
+    if pool is None or strategy == "breadth-first":
+        # Breadth-first order takes turns already, and without a cap on
+        # generation the turns can be taken lazily over every anchor.
+        results = _dedupe(plan, _interleave(plan, "breadth-first", rng))
+        return itertools.islice(results, limit if pool is None else min(limit, pool))
+    generated = list(itertools.islice(_dedupe(plan, _interleave(plan, strategy, rng)), pool))
+    if len(generated) <= limit:
+        return iter(generated)
+    by_anchor: dict[str, list[Candidate]] = {}
+    for cand in generated:
+        by_anchor.setdefault(cand.anchor, []).append(cand)
+    turns = itertools.zip_longest(*by_anchor.values())
+    taken = (cand for turn in turns for cand in turn if cand is not None)
+    return itertools.islice(taken, limit)
 
 
 def provider_summary_uuids(

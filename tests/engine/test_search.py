@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 import time
 from collections import Counter
@@ -221,11 +222,17 @@ def test_search_is_lazy(monkeypatch):
     monkeypatch.setattr(search_module, "search_anchor", spy)
     req = request(group(VCPU=1), group("1", SRIOV_NET_VF=1), group("2", SRIOV_NET_VF=1),
                   group_policy="none")
+    # A limited answer spreads over hosts: it opens as many as it returns
+    # candidates, and no more.
     assert len(w.run(req, limit=4)) == 4
-    assert len(opened) == 1
+    assert len(opened) == 4
     opened.clear()
     assert len(w.run(req, limit=4, strategy="breadth-first")) == 4
     assert len(opened) == 4
+    opened.clear()
+    # Without a limit, depth-first generation opens one host at a time.
+    assert len(list(itertools.islice(find_candidates(w.snapshot(), req), 4))) == 4
+    assert len(opened) == 1
 
 
 def wide_host(gpus: int) -> list[ProviderRecord]:
