@@ -16,6 +16,8 @@ from tests.differential.compare import compare
 from tests.differential.replay import Exchange, Replay
 
 _runs = itertools.count()
+# What the lane has compared so far in this process.
+COUNTS = {"requests": 0, "scenarios": 0}
 
 
 @dataclass
@@ -48,7 +50,8 @@ def _limit(params) -> int | None:
     return None
 
 
-def run_scenario(scenario: list, upstream_url: str, allotment_url: str) -> tuple[Difference | None, int]:
+def run_scenario(scenario: list, upstream_url: str,
+                 allotment_url: str) -> tuple[Difference | None, int]:
     """Replay ``scenario`` on both services; the first difference and the
     number of requests compared."""
     run = f"run{next(_runs)}"

@@ -153,7 +153,7 @@ def _group_params(draw, suffix: str, version: tuple[int, int],
         if version >= (1, 24) and len(chosen) > 1:
             value = "in:" + value
         if version >= (1, 32) and draw(st.integers(0, 3)) == 0:
-            value = "!" + value if len(chosen) == 1 else "!" + value
+            value = "!" + value
         out.append((f"member_of{suffix}", value))
     return out
 

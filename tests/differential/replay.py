@@ -34,7 +34,8 @@ class Exchange:
     answer: object
 
     def curl(self) -> str:
-        data = "" if self.body is None else f" -H 'content-type: application/json' -d '{json.dumps(self.body)}'"
+        data = ("" if self.body is None else
+                f" -H 'content-type: application/json' -d '{json.dumps(self.body)}'")
         return (f"curl -s -X {self.method} -H 'x-auth-token: admin' "
                 f"-H 'openstack-api-version: placement {self.version}'{data} "
                 f"\"$URL\"'{self.path}'")

@@ -8,34 +8,13 @@ The default suite runs a bounded number of scenarios;
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 
-from tests.differential.lane import run_scenario
+from tests.differential.lane import COUNTS, run_scenario
 from tests.differential.ops import scenarios
-from tests.harness.servers import start_allotment, start_upstream
 
 EXAMPLES = int(os.environ.get("DIFFERENTIAL_EXAMPLES", "25"))
-COUNTS = {"requests": 0, "scenarios": 0}
-
-
-@pytest.fixture(scope="module")
-def services(tmp_path_factory):
-    base: Path = tmp_path_factory.mktemp("differential")
-    up = start_upstream(f"sqlite:///{base / 'upstream.sqlite'}", base / "upstream", workers=1)
-    try:
-        al = start_allotment(f"sqlite:///{base / 'allotment.sqlite'}", base / "allotment",
-                             workers=1)
-    except BaseException:
-        up.stop()
-        raise
-    yield up.url, al.url
-    al.stop()
-    up.stop()
-    print(f"\ndifferential lane: {COUNTS['scenarios']} scenarios, "
-          f"{COUNTS['requests']} requests compared")
 
 
 @settings(max_examples=EXAMPLES, deadline=None,
