@@ -4,12 +4,17 @@ and recognised by the lane, and nothing else is excused."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.differential import ops as O
 from tests.differential.compare import KNOWN, candidates, compare
 from tests.differential.lane import _unsuffixed
 from tests.differential.replay import Replay
 
 INV = (1024, 0, 1, 1024, 1, 1.0)
+
+# One pair of services for the whole lane, on one worker.
+pytestmark = pytest.mark.xdist_group("differential")
 
 
 def six_hosts_one_pool() -> list:

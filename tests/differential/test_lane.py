@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 
 from tests.differential.lane import COUNTS, run_scenario
 from tests.differential.ops import scenarios
 
-EXAMPLES = int(os.environ.get("DIFFERENTIAL_EXAMPLES", "25"))
+EXAMPLES = int(os.environ.get("DIFFERENTIAL_EXAMPLES", "20"))
+
+# One pair of services for the whole lane, on one worker.
+pytestmark = pytest.mark.xdist_group("differential")
 
 
 @settings(max_examples=EXAMPLES, deadline=None,
