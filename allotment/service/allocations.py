@@ -191,8 +191,11 @@ def write(conn: Connection, batch: Sequence[ConsumerAllocations]) -> None:
             continue  # created at the generation it ends with
         if not consumer_store.bump_generation(conn, state.id, state.generation):
             raise RetryWrite()
+    # Only consumers whose allocations this write changed and that hold none
+    # now go away, as upstream: an empty write for a consumer that held
+    # nothing leaves its record (created at generation 0 if it was new).
     consumer_store.delete_if_no_allocations(
-        conn, [s.id for index, s in enumerate(states) if index not in holding])
+        conn, [states[index].id for index in {a.consumer for a in allocs} - holding])
 
 
 def _check_fit(allocs: list[_Alloc], limits: Mapping, removed: Mapping) -> None:

@@ -40,8 +40,23 @@ def test_unbounded_by_default(api):
 
 def test_depth_first_exhausts_one_host_first(api):
     w = two_hosts_two_numas(api)
-    hosts = hosts_of(w, w.get(QUERY).json)
-    assert len(hosts) == 2 and len(set(hosts)) == 1
+    hosts = hosts_of(w, w.get("resources=VCPU:1,MEMORY_MB:1").json)
+    assert hosts[0] == hosts[1] != hosts[2] == hosts[3]
+
+
+def test_a_limited_answer_spreads_over_hosts(api):
+    # Schedulers weigh hosts: two candidates from one host would leave them
+    # no choice.
+    w = two_hosts_two_numas(api)
+    assert sorted(hosts_of(w, w.get(QUERY).json)) == ["h1", "h2"]
+
+
+@pytest.mark.parametrize("conf_overrides", [{"placement": {"max_allocation_candidates": 2}}])
+def test_a_limit_spreads_over_what_depth_first_generation_kept(api):
+    w = two_hosts_two_numas(api)
+    kept = hosts_of(w, w.get("resources=VCPU:1,MEMORY_MB:1").json)
+    assert len(kept) == 2 and len(set(kept)) == 1
+    assert hosts_of(w, w.get("resources=VCPU:1,MEMORY_MB:1&limit=1").json) == kept[:1]
 
 
 @pytest.mark.parametrize("conf_overrides", [

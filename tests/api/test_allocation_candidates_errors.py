@@ -173,3 +173,19 @@ def test_requests_placement_gives_up_on_early_are_empty_not_refused(api):
     resp = api.get(f"/allocation_candidates?resources=VCPU:1&in_tree={U1}"
                    "&required=CUSTOM_NOPE")
     assert resp.status == 400
+
+
+def test_lower_case_names_follow_the_same_order(api):
+    """A lower-case trait is just a trait no provider can have: refused when
+    Placement gets to it, not looked at when an earlier group found nothing.
+    Groups are looked at in the order they first appear in the query."""
+    w = World(api)
+    w.add("cn", inv={"VCPU": 4})
+    gives_up = "resources1=DISK_GB:1&resources2=VCPU:1&required2=hw_cpu_x86_avx2" \
+               "&group_policy=none"
+    assert api.get(f"/allocation_candidates?{gives_up}").json["allocation_requests"] == []
+    refused = "resources2=VCPU:1&required2=hw_cpu_x86_avx2&resources1=DISK_GB:1" \
+              "&group_policy=none"
+    resp = api.get(f"/allocation_candidates?{refused}")
+    assert resp.status == 400
+    assert "No such trait(s): hw_cpu_x86_avx2." in resp.error()["detail"]

@@ -262,13 +262,30 @@ def test_empty_allocations_remove_the_consumer_from_1_28(api, rp):
     assert claim(api, consumer, rp, VCPU=1).status == 204
 
 
-def test_empty_allocations_for_unknown_consumer_leave_nothing(api, rp):
+def test_empty_allocations_for_unknown_consumer_leave_its_record(api, rp):
+    # As upstream: the consumer is recorded at generation 0 and stays, so the
+    # next write for it names that generation.
     consumer = new_uuid()
     data = {"allocations": {}, "project_id": PROJECT, "user_id": USER,
             "consumer_generation": None}
     assert api.put(f"/allocations/{consumer}", json=data, version="1.28").status == 204
     assert allocations(api, consumer) == {"allocations": {}}
-    assert claim(api, consumer, rp, VCPU=1).status == 204
+    resp = api.put(f"/allocations/{consumer}", json=data, version="1.28")
+    assert resp.status == 409
+    assert resp.error()["code"] == "placement.concurrent_update"
+    # Writing nothing again changes nothing: still generation 0.
+    data["consumer_generation"] = 0
+    assert api.put(f"/allocations/{consumer}", json=data, version="1.28").status == 204
+    assert api.put(f"/allocations/{consumer}", json=data, version="1.28").status == 204
+    assert usages_of_project(api) == {}
+    data = {"allocations": {rp: {"resources": {"VCPU": 1}}}, "project_id": PROJECT,
+            "user_id": USER, "consumer_generation": 0}
+    assert api.put(f"/allocations/{consumer}", json=data, version="1.28").status == 204
+    assert allocations(api, consumer)["consumer_generation"] == 1
+
+
+def usages_of_project(api) -> dict:
+    return api.get(f"/usages?project_id={PROJECT}", version="1.38").json["usages"]
 
 
 # --- consumer types (1.38) and mappings (1.34) -----------------------------------

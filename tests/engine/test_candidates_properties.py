@@ -24,6 +24,7 @@ from allotment.engine import (
     find_candidates,
     provider_summary_uuids,
 )
+from allotment.engine.search import STRATEGIES
 
 PROFILE = settings.get_profile(os.environ.get("ENGINE_HYPOTHESIS_PROFILE", "engine-ci"))
 
@@ -390,11 +391,26 @@ def test_limits_strategies_and_randomness_only_reorder_or_truncate(scenario, lim
     world, req = scenario
     snap = Snapshot.build(world)
     everything = [key(c) for c in find_candidates(snap, req)]
-    assert [key(c) for c in find_candidates(snap, req, limit=limit)] == everything[:limit]
     assert [key(c) for c in find_candidates(snap, req, max_candidates=limit)] == \
         everything[:limit]
-    breadth = [key(c) for c in find_candidates(snap, req, strategy="breadth-first")]
+    breadth_found = list(find_candidates(snap, req, strategy="breadth-first"))
+    breadth = [key(c) for c in breadth_found]
     assert sorted(breadth, key=repr) == sorted(everything, key=repr)
+    for strategy in STRATEGIES:
+        limited_found = list(find_candidates(snap, req, limit=limit, strategy=strategy))
+        limited = [key(c) for c in limited_found]
+        assert len(limited) == len(set(limited)) == min(limit, len(everything))
+        assert set(limited) <= set(everything)
+        if not any(snap.is_sharing):
+            # Without sharing providers every candidate has one anchor: a
+            # limited answer reaches as many of them as it can.
+            anchors = {c.anchor for c in breadth_found}
+            assert len({c.anchor for c in limited_found}) == min(limit, len(anchors))
+        capped = [key(c) for c in find_candidates(
+            snap, req, limit=limit, max_candidates=limit + 1, strategy=strategy)]
+        pool = [key(c) for c in find_candidates(
+            snap, req, max_candidates=limit + 1, strategy=strategy)]
+        assert len(capped) == min(limit, len(pool)) and set(capped) <= set(pool)
     shuffled = [key(c) for c in find_candidates(
         snap, req, randomize=True, rng=random.Random(seed))]
     assert sorted(shuffled, key=repr) == sorted(everything, key=repr)

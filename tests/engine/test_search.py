@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 import time
 from collections import Counter
@@ -16,6 +17,7 @@ from allotment.engine import (
     find_candidates,
     provider_summary_uuids,
 )
+from allotment.engine import anchors as anchors_module
 from allotment.engine import search as search_module
 
 VCPU, DISK, VF, VGPU, MEM = "VCPU", "DISK_GB", "SRIOV_NET_VF", "VGPU", "MEMORY_MB"
@@ -211,20 +213,26 @@ def test_results_are_deterministic_unless_randomized():
 def test_search_is_lazy(monkeypatch):
     w = many_hosts(50)
     opened = []
-    real = search_module._search_anchor
+    real = search_module.search_anchor
 
     def spy(plan, r, rng):
         opened.append(r)
         return real(plan, r, rng)
 
-    monkeypatch.setattr(search_module, "_search_anchor", spy)
+    monkeypatch.setattr(search_module, "search_anchor", spy)
     req = request(group(VCPU=1), group("1", SRIOV_NET_VF=1), group("2", SRIOV_NET_VF=1),
                   group_policy="none")
+    # A limited answer spreads over hosts: it opens as many as it returns
+    # candidates, and no more.
     assert len(w.run(req, limit=4)) == 4
-    assert len(opened) == 1
+    assert len(opened) == 4
     opened.clear()
     assert len(w.run(req, limit=4, strategy="breadth-first")) == 4
     assert len(opened) == 4
+    opened.clear()
+    # Without a limit, depth-first generation opens one host at a time.
+    assert len(list(itertools.islice(find_candidates(w.snapshot(), req), 4))) == 4
+    assert len(opened) == 1
 
 
 def wide_host(gpus: int) -> list[ProviderRecord]:
@@ -249,8 +257,8 @@ def test_dead_ends_among_identical_providers_are_not_re_explored(monkeypatch):
     # partial assignment would take 10! steps (minutes), pruning takes ~100.
     snap = Snapshot.build(wide_host(10))
     req = request(*(group(str(i), VGPU=1) for i in range(11)), group_policy="isolate")
-    monkeypatch.setattr(search_module, "_enough_capacity", lambda plan, slots: True)
-    real_build = search_module._build_slots
+    monkeypatch.setattr(anchors_module, "_enough_capacity", lambda plan, slots: True)
+    real_build = anchors_module._build_slots
 
     def without_pigeonhole(plan, r, rng):
         plan.isolate = False
@@ -259,7 +267,7 @@ def test_dead_ends_among_identical_providers_are_not_re_explored(monkeypatch):
         finally:
             plan.isolate = True
 
-    monkeypatch.setattr(search_module, "_build_slots", without_pigeonhole)
+    monkeypatch.setattr(anchors_module, "_build_slots", without_pigeonhole)
     start = time.perf_counter()
     assert list(find_candidates(snap, req)) == []
     assert time.perf_counter() - start < 5

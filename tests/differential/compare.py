@@ -1,0 +1,138 @@
+"""Compare two services' answers to the same request.
+
+Answers are canonicalised where Placement leaves the order unspecified (lists
+of candidates, of traits, of mappings).  A limited candidates answer is
+checked against the same request without ``limit``: it must be a subset of
+that answer of the right size, and reach at least as many hosts as the other
+service's.  Where upstream Placement is known to be wrong (see
+docs/compatibility.md) the difference is recognised and named.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+
+from tests.differential.replay import Exchange
+
+Candidate = tuple[frozenset, frozenset]
+# Known upstream defects met so far, by name (see docs/compatibility.md).
+KNOWN: Counter = Counter()
+
+
+def candidates(answer: dict) -> set[Candidate]:
+    """Each allocation request as (allocations, mappings), order-free."""
+    out = set()
+    for ar in answer["allocation_requests"]:
+        allocs = ar["allocations"]
+        if isinstance(allocs, list):  # before 1.12
+            items = ((a["resource_provider"]["uuid"], a["resources"]) for a in allocs)
+        else:
+            items = ((rp, a["resources"]) for rp, a in allocs.items())
+        flat = frozenset((rp, rc, n) for rp, res in items for rc, n in res.items())
+        mappings = frozenset((s, frozenset(rps)) for s, rps in ar.get("mappings", {}).items())
+        out.add((flat, mappings))
+    return out
+
+
+def summaries(answer: dict) -> dict:
+    out = {}
+    for rp, s in answer.get("provider_summaries", {}).items():
+        canon = dict(s)
+        if "traits" in canon:
+            canon["traits"] = sorted(canon["traits"])
+        out[rp] = canon
+    return out
+
+
+def hosts(answer: dict, roots: dict[str, str]) -> set[str]:
+    return {roots.get(rp, rp) for flat, _ in candidates(answer) for rp, _, _ in flat}
+
+
+def error_codes(answer: object) -> list:
+    if isinstance(answer, dict) and "errors" in answer:
+        return sorted(e.get("code", "") for e in answer["errors"])
+    return []
+
+
+def roots_of(answer: dict) -> dict[str, str]:
+    return {rp: s.get("root_provider_uuid", rp)
+            for rp, s in answer.get("provider_summaries", {}).items()}
+
+
+def sharing_anchor_only(extra: Iterable[Candidate], unsuffixed: dict[str, int],
+                        sharing: set[str]) -> bool:
+    """Whether every candidate only allotment gives takes all of the
+    unsuffixed group's resources from sharing providers.
+
+    Upstream attaches such a set of sharing allocations to one tree only
+    (docs/compatibility.md, "Sharing providers and several trees").
+    """
+    extra = list(extra)
+    if not extra or not unsuffixed:
+        return False
+    for flat, mappings in extra:
+        served = dict(mappings).get("")
+        if served is not None:
+            if not served or not served <= sharing:
+                return False
+            continue
+        # Before 1.34 there are no mappings: each class the unsuffixed
+        # group asks for must come from a sharing provider.
+        for rc, amount in unsuffixed.items():
+            if not any(rp in sharing and c == rc and n >= amount for rp, c, n in flat):
+                return False
+    return True
+
+
+def compare(up: Exchange, al: Exchange, *, up_all: Exchange | None = None,
+            al_all: Exchange | None = None, unsuffixed: dict[str, int] | None = None,
+            sharing: set[str] = frozenset(), limit: int | None = None) -> str | None:
+    """A description of the difference between two answers, or None.
+
+    ``up_all``/``al_all`` are the answers to the request without ``limit``.
+    """
+    if up.status != al.status:
+        return f"status {up.status} (upstream) != {al.status} (allotment)"
+    if up.status >= 400:
+        if error_codes(up.answer) != error_codes(al.answer):
+            return f"error codes {error_codes(up.answer)} != {error_codes(al.answer)}"
+        return None
+    if up.method != "GET" or not up.path.startswith("/allocation_candidates"):
+        return None
+    if limit is None:
+        return _compare_full(up.answer, al.answer, unsuffixed or {}, sharing)
+    assert up_all is not None and al_all is not None
+    if up_all.status != 200 or al_all.status != 200:
+        return None
+    problem = _compare_full(up_all.answer, al_all.answer, unsuffixed or {}, sharing)
+    if problem:
+        return "without limit: " + problem
+    for name, part, whole in (("upstream", up.answer, up_all.answer),
+                              ("allotment", al.answer, al_all.answer)):
+        got, everything = candidates(part), candidates(whole)
+        if not got <= everything:
+            return f"{name}'s limited answer is not part of its unlimited one"
+        if len(part["allocation_requests"]) != min(limit, len(everything)):
+            return f"{name}'s limited answer has {len(got)} candidates"
+    roots = {**roots_of(up_all.answer), **roots_of(al_all.answer)}
+    up_hosts, al_hosts = hosts(up.answer, roots), hosts(al.answer, roots)
+    if len(al_hosts) < len(up_hosts):
+        return f"limited answers reach {len(up_hosts)} (upstream) > {len(al_hosts)} hosts"
+    return None
+
+
+def _compare_full(up: dict, al: dict, unsuffixed: dict[str, int],
+                  sharing: set[str]) -> str | None:
+    up_c, al_c = candidates(up), candidates(al)
+    if len(up["allocation_requests"]) != len(up_c) or len(al["allocation_requests"]) != len(al_c):
+        return "duplicate candidates"
+    if up_c != al_c:
+        if up_c < al_c and sharing_anchor_only(al_c - up_c, unsuffixed, sharing):
+            KNOWN["sharing pool kept for one tree"] += 1
+            return None
+        return (f"candidates differ: {len(up_c - al_c)} only upstream, "
+                f"{len(al_c - up_c)} only allotment")
+    if summaries(up) != summaries(al):
+        return "provider summaries differ"
+    return None

@@ -1,0 +1,69 @@
+"""The lane's comparison: canonical where order is unspecified, strict
+everywhere else, and excusing only the known upstream defects."""
+
+from __future__ import annotations
+
+from tests.differential.compare import compare
+from tests.differential.replay import Exchange
+
+CN, NUMA, SS, CN2 = "cn", "numa", "ss", "cn2"
+
+
+def answer(*cands: dict, roots: dict | None = None) -> dict:
+    roots = roots or {}
+    rps = {rp for c in cands for rp in c["allocations"]}
+    return {"allocation_requests": list(cands),
+            "provider_summaries": {rp: {"resources": {}, "traits": [],
+                                        "root_provider_uuid": roots.get(rp, rp)}
+                                   for rp in sorted(rps)}}
+
+
+def ar(allocs: dict, mappings: dict) -> dict:
+    return {"allocations": {rp: {"resources": res} for rp, res in allocs.items()},
+            "mappings": mappings}
+
+
+def get(body: dict, path: str = "/allocation_candidates?resources=DISK_GB:1",
+        status: int = 200) -> Exchange:
+    return Exchange("GET", path, "1.39", None, status, body)
+
+
+POOLED = ar({SS: {"DISK_GB": 1}, NUMA: {"VCPU": 1}}, {"": [SS], "1": [NUMA]})
+LOCAL = ar({CN: {"DISK_GB": 1}, NUMA: {"VCPU": 1}}, {"": [CN], "1": [NUMA]})
+ROOTS = {NUMA: CN}
+
+
+def test_order_does_not_matter():
+    one, two = answer(POOLED, LOCAL, roots=ROOTS), answer(LOCAL, POOLED, roots=ROOTS)
+    assert compare(get(one), get(two)) is None
+
+
+def test_a_missing_or_extra_candidate_is_a_difference():
+    both, local = answer(POOLED, LOCAL, roots=ROOTS), answer(LOCAL, roots=ROOTS)
+    assert "candidates differ" in compare(get(both), get(local))
+    # Allotment offering more is excused only when the extra candidates take
+    # the unsuffixed group from sharing providers.
+    assert "candidates differ" in compare(get(local), get(both))
+    assert compare(get(local), get(both), unsuffixed={"DISK_GB": 1}, sharing={SS}) is None
+    assert "candidates differ" in compare(get(local), get(both), unsuffixed={"DISK_GB": 1},
+                                          sharing={"another"})
+
+
+def test_status_and_error_codes_must_match():
+    error = {"errors": [{"status": 400, "code": "placement.undefined_code"}]}
+    assert compare(get(error, status=400), get(error, status=400)) is None
+    assert "status" in compare(get(error, status=400), get(answer(LOCAL)))
+
+
+def test_limited_answers_are_parts_of_the_whole_reaching_as_many_hosts():
+    other = ar({CN2: {"DISK_GB": 1}}, {"": [CN2]})
+    same_host = ar({CN: {"DISK_GB": 1}}, {"": [CN]})
+    whole = answer(LOCAL, same_host, other, roots=ROOTS)
+    one_host = answer(LOCAL, same_host, roots=ROOTS)
+    two_hosts = answer(LOCAL, other, roots=ROOTS)
+    limited = dict(limit=2, up_all=get(whole), al_all=get(whole))
+    assert compare(get(one_host), get(two_hosts), **limited) is None
+    assert "hosts" in compare(get(two_hosts), get(one_host), **limited)
+    stranger = answer(LOCAL, ar({"elsewhere": {"DISK_GB": 1}}, {"": ["elsewhere"]}))
+    assert "not part" in compare(get(two_hosts), get(stranger), **limited)
+    assert "candidates" in compare(get(two_hosts), get(answer(LOCAL)), **limited)
