@@ -182,13 +182,20 @@ def _dedupe(plan: Plan, found: Iterator[tuple[int, dict, list]]) -> Iterator[Can
             if key in seen:
                 continue
             seen.add(key)
+        by_provider: dict[int, list[tuple[str, int]]] = {}
+        for (p, rc), amount in usage.items():
+            by_provider.setdefault(p, []).append((rc, amount))
+        # Providers in UUID order (positions need not follow UUIDs, see
+        # engine.live), classes by name within each.
         allocations: dict[str, dict[str, int]] = {}
-        # In UUID order: positions need not follow UUIDs (see engine.live).
-        for (p, rc), amount in sorted(usage.items(),
-                                      key=lambda item: (uuids[item[0][0]], item[0][1])):
-            allocations.setdefault(uuids[p], {})[rc] = amount
+        for p in sorted(by_provider, key=uuids.__getitem__):
+            amounts = by_provider[p]
+            if len(amounts) > 1:
+                amounts.sort()
+            allocations[uuids[p]] = dict(amounts)
         mappings = {
-            g.suffix: sorted(uuids[p] for p in set(picks))
+            g.suffix: ([uuids[picks[0]]] if len(picks) == 1
+                       else sorted({uuids[p] for p in picks}))
             for g, picks in zip(groups, chosen, strict=True)
         }
         yield Candidate(allocations, mappings, uuids[r])
