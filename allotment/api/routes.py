@@ -17,7 +17,10 @@ from allotment.api import (
     traits,
     usages,
 )
+from allotment.api.openapi.resource import OpenApiDocument
 from allotment.runtime import Runtime
+
+OPENAPI_PATH = "/openapi.json"
 
 
 def build(runtime: Runtime) -> list[tuple[str, object]]:
@@ -44,4 +47,5 @@ def build(runtime: Runtime) -> list[tuple[str, object]]:
          provider_allocations.ProviderAllocations(runtime)),
         ("/usages", usages.Usages(runtime)),
         ("/reshaper", reshaper.Reshaper(runtime)),
+        (OPENAPI_PATH, OpenApiDocument(runtime)),
     ]
