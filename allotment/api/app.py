@@ -16,6 +16,7 @@ from allotment.auth.policy import Policy
 from allotment.runtime import Runtime
 from allotment.service import setup
 from allotment.storage.db import Database
+from allotment.web import session as web_session
 
 LOG = logging.getLogger(__name__)
 
@@ -41,6 +42,7 @@ def create_app(conf: cfg.ConfigOpts, *, db: Database | None = None):
     app.req_options.strip_url_path_trailing_slash = False
     # Every body we send names its type; bodiless 201s must not get one.
     app.resp_options.default_media_type = None
+    runtime.app = app
     for path, resource in routes.build(runtime):
         app.add_route(path, resource)
     app.add_error_handler(Exception, _unexpected_error)
@@ -48,6 +50,8 @@ def create_app(conf: cfg.ConfigOpts, *, db: Database | None = None):
     app.add_error_handler(errors.PlacementError, _placement_error)
 
     wsgi = auth_middleware.wrap(app, conf, policy)
+    # Browsers carry their token in a cookie; only the web view reads it.
+    wsgi = web_session.CookieToken(wsgi)
     if conf.cors.allowed_origin:
         wsgi = cors_mw.CORS(wsgi, conf)
     wsgi = middleware.RequestId(wsgi)

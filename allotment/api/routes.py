@@ -19,6 +19,7 @@ from allotment.api import (
 )
 from allotment.api.openapi.resource import OpenApiDocument
 from allotment.runtime import Runtime
+from allotment.web import session, static, views
 
 OPENAPI_PATH = "/openapi.json"
 
@@ -48,4 +49,8 @@ def build(runtime: Runtime) -> list[tuple[str, object]]:
         ("/usages", usages.Usages(runtime)),
         ("/reshaper", reshaper.Reshaper(runtime)),
         (OPENAPI_PATH, OpenApiDocument(runtime)),
+        ("/ui", views.Hosts(runtime)),
+        ("/ui/trees/{uuid}", views.Tree(runtime)),
+        ("/ui/login", session.Login(runtime)),
+        ("/ui/static/{name}", static.Static(runtime)),
     ]

@@ -31,8 +31,13 @@ CONTEXT_KEY = "allotment.context"
 ROOT_PATHS = ("/", "", "/openapi.json")
 
 
+# The web view's sign-in page and its static assets hold no data.
+PUBLIC_PREFIXES = ("/ui/login", "/ui/static/")
+
+
 def _is_root(environ: dict) -> bool:
-    return environ.get("PATH_INFO", "") in ROOT_PATHS
+    path = environ.get("PATH_INFO", "")
+    return path in ROOT_PATHS or path.startswith(PUBLIC_PREFIXES)
 
 
 def unauthorized(

@@ -105,3 +105,13 @@ def test_manage_command_writes_the_document(tmp_path):
     target = tmp_path / "openapi.json"
     assert manage.main(["openapi", "--output", str(target)]) == 0
     assert json.loads(target.read_text()) == openapi.build()
+
+
+def test_web_view_assets_have_documented_types(api):
+    content = openapi.build()["paths"]["/ui/static/{name}"]["get"]["responses"]["200"][
+        "content"]
+    for name in ("style.css", "filter.js"):
+        resp = api.get(f"/ui/static/{name}", token=None)
+        assert resp.status == 200
+        assert resp.headers["content-type"].split(";")[0] in content
+    assert api.get("/ui/static/nothing.css", token=None).status == 404

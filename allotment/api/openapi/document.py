@@ -106,7 +106,7 @@ def _error_statuses(op: Operation) -> list[int]:
         statuses += [401, 403]
     if op.method != "GET":
         statuses += [409, 405]
-    if op.body is not None:
+    if op.body is not None or op.form is not None:
         statuses.append(415)
     return sorted(statuses)
 
@@ -136,13 +136,18 @@ def _operation(op: Operation) -> dict:
             "content": {"application/json": {"schema": versions[-1]["schema"]}},
             "x-openstack-microversions": versions,
         }
+    if op.form is not None:
+        out["requestBody"] = {"required": True, "content": {
+            "application/x-www-form-urlencoded": {"schema": op.form}}}
     for status, schema in op.ok.items():
-        answer: dict[str, Any] = {"description": "Success"}
+        answer: dict[str, Any] = {"description": "Success" if status < 300 else (
+            "Redirect" if status < 400 else "Refused")}
         if schema is not None:
-            answer["content"] = {op.media_type: {"schema": schema}}
+            types = (op.media_type,) if isinstance(op.media_type, str) else op.media_type
+            answer["content"] = {t: {"schema": schema} for t in types}
         out["responses"][str(status)] = answer
     for status in _error_statuses(op):
-        out["responses"][str(status)] = {"$ref": "#/components/responses/error"}
+        out["responses"].setdefault(str(status), {"$ref": "#/components/responses/error"})
     return out
 
 

@@ -56,10 +56,16 @@ class Operation:
     ok: dict[int, dict | None] = field(default_factory=dict)
     notes: str = ""
     public: bool = False
-    media_type: str = "application/json"
+    media_type: str | tuple[str, ...] = "application/json"
+    # An url-encoded form body (the web view's sign-in), not validated JSON.
+    form: dict | None = None
 
 
 _RP = "/resource_providers/{uuid}"
+_HTML = {"type": "string"}
+_ASSET = {"type": "string"}
+_LOGIN_FORM = {"type": "object", "properties": {"token": {"type": "string"}},
+               "required": ["token"]}
 _P = "placement:resource_providers"
 
 OPERATIONS: tuple[Operation, ...] = (
@@ -176,6 +182,22 @@ OPERATIONS: tuple[Operation, ...] = (
               notes="From 1.25 `resources`, `required`, `member_of` (and `in_tree` "
                     "from 1.31) take a group suffix: numeric before 1.33, up to 64 "
                     "characters of [a-zA-Z0-9_-] from 1.33."),
+    # The web view (HTML for browsers; see docs/operating.md).
+    Operation("/ui", "GET", "Web view: hosts with capacity and usage", "web view",
+              policy="allotment:web:view", ok={200: _HTML, 303: None}, media_type="text/html",
+              params=(Param("q", "Only hosts whose name contains this (any case)."),),
+              notes="Browsers without a token are sent to /ui/login (303)."),
+    Operation("/ui/trees/{uuid}", "GET", "Web view: one provider tree", "web view",
+              policy="allotment:web:view", ok={200: _HTML, 303: None},
+              media_type="text/html",
+              notes="Any provider of the tree may be named; the whole tree is shown."),
+    Operation("/ui/login", "GET", "Web view: the sign-in form", "web view", public=True,
+              ok={200: _HTML}, media_type="text/html"),
+    Operation("/ui/login", "POST", "Web view: keep a token in a cookie", "web view",
+              public=True, form=_LOGIN_FORM, ok={303: None, 400: _HTML},
+              media_type="text/html"),
+    Operation("/ui/static/{name}", "GET", "Web view: stylesheet and script", "web view",
+              public=True, ok={200: _ASSET}, media_type=("text/css", "text/javascript")),
     Operation("/reshaper", "POST", "Move inventories and allocations atomically",
               "reshaper", since="1.30", policy="placement:reshaper:reshape",
               body=reshaper.schema, ok={204: None}),
