@@ -215,7 +215,8 @@ def hosts_cmd(obj: _Lazy, name) -> None:
         classes = list(host.usage) or [""]
         for i, rc in enumerate(sorted(classes)):
             amount = host.usage.get(rc)
-            rows.append([host.name if i == 0 else "", host.providers if i == 0 else "", rc,
+            label = host.name + (" (sharing)" if host.sharing else "")
+            rows.append([label if i == 0 else "", host.providers if i == 0 else "", rc,
                          bar(amount.used, amount.capacity) if amount else ""])
     emit(obj.format, [h.as_dict() for h in hosts],
          [("", ["host", "providers", "class", "usage"], rows)])

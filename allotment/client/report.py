@@ -83,9 +83,13 @@ class HostSummary:
     name: str
     providers: int
     usage: dict[str, Amount] = field(default_factory=dict)
+    # A sharing provider (MISC_SHARES_VIA_AGGREGATE) at the root: a pool,
+    # not a compute host.
+    sharing: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return {"uuid": self.uuid, "name": self.name, "providers": self.providers,
+                "sharing": self.sharing,
                 "usage": {rc: {"capacity": a.capacity, "used": a.used}
                           for rc, a in self.usage.items()}}
 
@@ -148,7 +152,9 @@ def tree_report(client: PlacementClient, host: str) -> TreeReport:
 def host_summaries(client: PlacementClient, name_contains: str = "") -> list[HostSummary]:
     """Every tree whose root name contains ``name_contains`` (any case)."""
     everything = client.providers.list()
-    roots = {p.uuid: HostSummary(p.uuid, p.name, 0) for p in everything
+    sharing = {p.uuid for p in client.providers.list(required=[SHARING_TRAIT])}
+    roots = {p.uuid: HostSummary(p.uuid, p.name, 0, sharing=p.uuid in sharing)
+             for p in everything
              if p.parent_provider_uuid is None
              and name_contains.lower() in p.name.lower()}
     for provider in everything:

@@ -76,6 +76,9 @@ def test_hosts_sum_each_tree(live, capsys):
     assert set(hosts) == {"compute-1", "compute-2"}
     assert hosts["compute-1"]["providers"] == 3
     assert hosts["compute-2"]["usage"]["VCPU"] == {"capacity": 16, "used": 2}
+    assert not hosts["compute-1"]["sharing"]
+    code, out, _ = run(live, capsys, "hosts", "--name", "shared", fmt="table")
+    assert "shared-disk (sharing)" in out
 
 
 def test_granular_candidates_with_same_subtree(live, capsys):
@@ -177,10 +180,12 @@ def test_reshape_from_file(live, capsys, tmp_path):
     assert code == 2 and "not JSON" in err
 
 
-def test_direct_transport_sees_the_same_tree(live, capsys):
-    code, out_http, _ = run(live, capsys, "tree", "compute-1")
-    code_direct = main(["--database-url", live.database_url, "-f", "json", "tree",
-                        "compute-1"])
+@pytest.mark.parametrize("args", [
+    ("tree", "compute-1"), ("hosts",), ("usages", "--project", "proj"),
+    ("candidates", "-r", "VCPU:1,DISK_GB:5", "--limit", "3")])
+def test_direct_transport_answers_as_the_server(live, capsys, args):
+    code, out_http, _ = run(live, capsys, *args)
+    code_direct = main(["--database-url", live.database_url, "-f", "json", *args])
     out_direct, _ = capsys.readouterr()
     assert code == code_direct == 0
     assert json.loads(out_direct) == json.loads(out_http)

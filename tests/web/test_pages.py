@@ -73,6 +73,8 @@ def test_hosts_page_numbers(api, world):
     cells = re.findall(r'data-rc="(\w+)"\s+data-used="(\d+)" data-capacity="(\d+)"', resp.text)
     assert ("VCPU", "2", "16") in cells  # compute-2: 8 VCPU at ratio 2, MIGRATION uses 2
     assert ("VGPU", "1", "4") in cells
+    assert "sharing</span>" not in resp.text
+    assert "sharing</span>" in api.get("/ui?q=shared-disk").text
 
 
 def test_tree_page_and_errors(api, world):
