@@ -17,6 +17,7 @@ import pytest
 import requests
 import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
@@ -25,11 +26,12 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from allotment.api import openapi
+from allotment.api import microversion, openapi
 from tests.harness.servers import start_allotment
 
 EXAMPLES = int(os.environ.get("ALLOTMENT_SCHEMATHESIS_EXAMPLES", "8"))
 HEADERS = {"X-Auth-Token": "admin", "OpenStack-API-Version": "placement latest"}
+VERSIONS = st.one_of(st.just("latest"), st.sampled_from(microversion.VERSIONS))
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
           response_schema_conformance]
 
@@ -88,11 +90,14 @@ def test_live_server_conforms(live_schema, path, method, mode):
     except Exception as exc:
         pytest.skip(f"no {mode} requests for this operation: {exc}")
 
-    @given(case=strategy)
+    # The document's response schemas cover every microversion, so each
+    # example speaks a microversion of its own (most often the latest).
+    @given(case=strategy, version=VERSIONS)
     @settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
               suppress_health_check=list(HealthCheck), phases=[Phase.explicit,
                                                                Phase.generate])
-    def check(case):
-        case.call_and_validate(headers=HEADERS, checks=CHECKS)
+    def check(case, version):
+        headers = {**HEADERS, "OpenStack-API-Version": f"placement {version}"}
+        case.call_and_validate(headers=headers, checks=CHECKS)
 
     check()

@@ -131,9 +131,11 @@ def _operation(op: Operation) -> dict:
         out["security"] = []
     if op.body is not None:
         versions = ranges(op.body, op.since)
+        schemas = [v["schema"] for v in versions if v["schema"] is not None]
         out["requestBody"] = {
-            "required": True,
-            "content": {"application/json": {"schema": versions[-1]["schema"]}},
+            # Optional when some microversions take no body at all.
+            "required": len(schemas) == len(versions),
+            "content": {"application/json": {"schema": schemas[-1]}},
             "x-openstack-microversions": versions,
         }
     if op.form is not None:

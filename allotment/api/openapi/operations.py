@@ -25,7 +25,8 @@ from allotment.api import (
 from allotment.api.openapi import responses as r
 
 Version = tuple[int, int]
-SchemaOf = Callable[[Version], dict]
+# A request schema at a microversion; None where the operation takes no body.
+SchemaOf = Callable[[Version], dict | None]
 
 
 def _always(schema: dict) -> SchemaOf:
@@ -86,8 +87,9 @@ OPERATIONS: tuple[Operation, ...] = (
               ok={200: r.RESOURCE_CLASS}),
     Operation("/resource_classes/{name}", "PUT", "Create or confirm a custom resource class",
               "resource classes", since="1.2", policy="placement:resource_classes:update",
-              ok={201: None, 204: None},
-              notes="Before 1.7 renames the class to the name in the body."),
+              body=resource_classes.put_schema, ok={200: r.RESOURCE_CLASS, 201: None, 204: None},
+              notes="Before 1.7 renames the class to the name in the body (200 with the "
+                    "class); from 1.7 takes no body and creates (201) or confirms (204)."),
     Operation("/resource_classes/{name}", "DELETE", "Delete a custom resource class",
               "resource classes", since="1.2", policy="placement:resource_classes:delete",
               ok={204: None}),
