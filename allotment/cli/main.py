@@ -16,6 +16,7 @@ import click
 
 from allotment.cli import candidates as cand
 from allotment.cli.connect import make_client
+from allotment.cli.explain import explain
 from allotment.cli.output import FORMATS, bar, emit
 from allotment.client import LATEST, ApiError, ClientError, PlacementClient
 from allotment.client import report as reports
@@ -82,17 +83,24 @@ def cli(ctx: click.Context, url, token, cloud, database_url, microversion, heade
               help="Groups to satisfy under one subtree (repeatable).")
 @click.option("--root-required", metavar="TRAIT,!TRAIT", help="Traits of the root.")
 @click.option("--limit", type=click.IntRange(min=1), help="At most this many candidates.")
+@click.option("--why", is_flag=True,
+              help="When nothing fits, find out which part of the request rules every "
+                   "host out (by asking smaller requests). json/yaml output becomes "
+                   "{candidates, why}.")
 @click.pass_obj
 def candidates_cmd(obj: _Lazy, resources, required, member_of, in_tree, groups,
-                   group_policy, same_subtree, root_required, limit) -> None:
+                   group_policy, same_subtree, root_required, limit, why) -> None:
     """Which hosts and providers could satisfy a request, and how much of each."""
     request = cand.build_request(
         resources=resources, required=required, member_of=member_of, in_tree=in_tree,
         groups=groups, group_policy=group_policy, same_subtree=same_subtree,
         root_required=root_required, limit=limit)
     found = cand.describe(obj.client, request)
-    emit(obj.format, found, [("", ["#", "host", "provider", "resources", "groups"],
-                              cand.table_rows(found))])
+    reasons = explain(obj.client, request) if why and not found else []
+    tables = [("", ["#", "host", "provider", "resources", "groups"], cand.table_rows(found))]
+    if reasons:
+        tables.append(("", ["why nothing fits"], [[r] for r in reasons]))
+    emit(obj.format, {"candidates": found, "why": reasons} if why else found, tables)
     if not found and obj.format == "table":
         click.echo("No candidate fits this request.", err=True)
 

@@ -8,7 +8,7 @@ from urllib.parse import parse_qs
 import falcon
 import jinja2
 
-from allotment.api import rendering
+from allotment import errors
 
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("allotment.web", "templates"),
@@ -33,8 +33,6 @@ def render(req: falcon.Request, resp: falcon.Response, template: str, *,
 def form(req: falcon.Request) -> dict[str, str]:
     """An url-encoded form body (last value of each field); anything else
     is refused like an API body of the wrong type."""
-    from allotment import errors
-
     content_type = (req.content_type or "").split(";")[0].strip()
     if content_type != "application/x-www-form-urlencoded":
         raise errors.UnsupportedMediaType(
@@ -53,4 +51,3 @@ def percent(used: int, capacity: int) -> float:
 
 
 _ENV.globals["percent"] = percent
-_ENV.globals["http_date"] = rendering.http_date

@@ -209,3 +209,35 @@ def test_no_service_named_is_a_usage_error(monkeypatch, capsys):
 def test_every_format_of_usages(live, capsys, fmt):
     code, out, _ = run(live, capsys, "usages", "--project", "proj", fmt=fmt)
     assert code == 0 and "VCPU" in out
+
+
+@pytest.mark.parametrize("args,reason", [
+    (("-r", "VCPU:64"), "no provider has 64 VCPU free"),
+    (("-r", "VCPU:1", "--required", "CUSTOM_GOLD"), "not together with its required traits"),
+    (("-r", "VGPU:1,VCPU:14"), "no single tree"),
+    (("-r", "VCPU:1", "--root-required", "HW_CPU_X86_AVX2"), "root_required=HW_CPU_X86_AVX2"),
+    (("-g", "_G resources=VGPU:1", "-g", "_C resources=VCPU:20", "--group-policy", "none"),
+     "group _C: no provider has 20 VCPU free"),
+    # compute-2 has no VGPU.
+    (("-g", "_G resources=VGPU:1 in_tree=HOST2", "-g", "_M resources=MEMORY_MB:1024",
+      "--group-policy", "none"), "group _G: its resources fit, but not together with its "
+                                 "in_tree"),
+    # Only the sharing pool has 1500 DISK_GB, and it is in no host's subtree.
+    (("-g", "_G resources=VGPU:1", "-g", "_D resources=DISK_GB:1500",
+      "--group-policy", "none", "--same-subtree", "_G,_D"), "same_subtree"),
+])
+def test_why_nothing_fits(live, capsys, args, reason):
+    args = tuple(a.replace("HOST2", live.world.host2) for a in args)
+    code, out, err = run(live, capsys, "candidates", "--why", *args)
+    assert code == 0, err
+    answer = json.loads(out)
+    assert answer["candidates"] == []
+    assert any(reason in r for r in answer["why"]), answer["why"]
+
+
+def test_why_is_empty_when_something_fits(live, capsys):
+    code, out, _ = run(live, capsys, "candidates", "--why", "-r", "VCPU:1")
+    answer = json.loads(out)
+    assert code == 0 and answer["candidates"] and answer["why"] == []
+    code, out, _ = run(live, capsys, "candidates", "--why", "-r", "VCPU:64", fmt="table")
+    assert code == 0 and "why nothing fits" in out and "64 VCPU" in out
