@@ -24,6 +24,10 @@ class _Server(BaseApplication):
             "preload_app": False,
             "accesslog": "-",
             "timeout": 120,
+            # gunicorn would let a local client set SCRIPT_NAME and PATH_INFO
+            # through headers (and answer 500 when they disagree with the
+            # path); proxies are handled by [oslo_middleware] as in Placement.
+            "forwarder_headers": "",
         }
         super().__init__()
 
