@@ -34,9 +34,10 @@ microversion; `x-openstack-min-version` says from which microversion an
 operation exists (before it the route answers 404, or 405 for a method),
 `x-openstack-microversions` on a request body lists the schema in force for
 each range of microversions, and query parameters carry the range they are
-accepted in. Authentication is a token in `X-Auth-Token` (keystone, or
-`noauth2` where `admin` is an administrator); `x-openstack-policy` names the
-policy rule that guards an operation.
+accepted in. Error bodies carry a `code` from 1.23, and `last-modified`
+and `cache-control` headers appear from 1.15. Authentication is a token in
+`X-Auth-Token` (keystone, or `noauth2` where `admin` is an administrator);
+`x-openstack-policy` names the policy rule that guards an operation.
 """
 
 

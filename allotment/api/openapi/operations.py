@@ -115,7 +115,9 @@ OPERATIONS: tuple[Operation, ...] = (
               body=resource_providers.post_schema, ok={200: r.PROVIDER, 201: None},
               notes="201 without a body before 1.20, 200 with the provider from 1.20."),
     Operation(_RP, "GET", "Show a resource provider", "resource providers",
-              policy=f"{_P}:show", ok={200: r.PROVIDER}),
+              policy=f"{_P}:show", ok={200: r.PROVIDER},
+              notes="`parent_provider_uuid` and `root_provider_uuid` from 1.14; links to "
+                    "aggregates from 1.1, traits from 1.6, allocations from 1.11."),
     Operation(_RP, "PUT", "Update a resource provider", "resource providers",
               policy=f"{_P}:update", body=resource_providers.put_schema,
               ok={200: r.PROVIDER}, notes="Re-parenting is allowed from 1.37."),
@@ -170,7 +172,9 @@ OPERATIONS: tuple[Operation, ...] = (
               body=allocations.by_consumer, ok={204: None}),
     Operation("/allocations/{consumer_uuid}", "GET", "Show a consumer's allocations",
               "allocations", policy="placement:allocations:list",
-              ok={200: r.CONSUMER_ALLOCATIONS}),
+              ok={200: r.CONSUMER_ALLOCATIONS},
+              notes="`project_id` and `user_id` from 1.12, `consumer_generation` from "
+                    "1.28, `consumer_type` from 1.38."),
     Operation("/allocations/{consumer_uuid}", "PUT", "Replace a consumer's allocations",
               "allocations", policy="placement:allocations:update",
               body=allocations.put_schema, ok={204: None}),
@@ -181,7 +185,9 @@ OPERATIONS: tuple[Operation, ...] = (
               "allocation candidates", since="1.10",
               policy="placement:allocation_candidates:list",
               query=candidates_query.query_schema, ok={200: r.ALLOCATION_CANDIDATES},
-              notes="From 1.25 `resources`, `required`, `member_of` (and `in_tree` "
+              notes="Allocation requests are lists before 1.12; provider summaries carry "
+                    "traits from 1.17 and parent/root uuids from 1.29; `mappings` appear "
+                    "from 1.34. From 1.25 `resources`, `required`, `member_of` (and `in_tree` "
                     "from 1.31) take a group suffix: numeric before 1.33, up to 64 "
                     "characters of [a-zA-Z0-9_-] from 1.33."),
     # The web view (HTML for browsers; see docs/operating.md).

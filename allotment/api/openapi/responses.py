@@ -208,6 +208,19 @@ CONSUMER_ALLOCATIONS = {
     "additionalProperties": False,
 }
 
+# Before 1.12 a list of {resource_provider: {uuid}, resources}.
+_LISTED_ALLOCATIONS = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "properties": {
+            "resource_provider": {"type": "object", "properties": {"uuid": UUID},
+                                  "required": ["uuid"]},
+            "resources": _RESOURCES,
+        },
+        "required": ["resource_provider", "resources"],
+    },
+}
 ALLOCATION_CANDIDATES = {
     "type": "object",
     "properties": {
@@ -216,14 +229,14 @@ ALLOCATION_CANDIDATES = {
             "items": {
                 "type": "object",
                 "properties": {
-                    "allocations": {
+                    "allocations": {"anyOf": [{
                         "type": "object",
                         "additionalProperties": {
                             "type": "object",
                             "properties": {"resources": _RESOURCES},
                             "required": ["resources"],
                         },
-                    },
+                    }, _LISTED_ALLOCATIONS]},
                     "mappings": {
                         "type": "object",
                         "additionalProperties": {"type": "array", "items": UUID},
