@@ -71,7 +71,10 @@ class Login:
         script = req.env.get("SCRIPT_NAME", "")
         resp.status = falcon.HTTP_303
         resp.location = script + PREFIX
+        # Secure whenever the browser reached us over TLS (directly, or as
+        # the proxy-headers middleware reports it).
+        secure = "; Secure" if req.scheme == "https" else ""
         resp.append_header(
             "Set-Cookie",
             f"{COOKIE}={quote(token, safe='')}; Path={script}{PREFIX}; HttpOnly; "
-            "SameSite=Strict")
+            f"SameSite=Strict{secure}")

@@ -36,6 +36,20 @@ def test_sign_in_sets_a_strict_cookie(api):
     cookie = resp.headers["set-cookie"]
     assert cookie.startswith("allotment_token=admin;")
     assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/ui" in cookie
+    assert "Secure" not in cookie
+    over_tls = api.post("/ui/login", body="token=admin", token=None,
+                        content_type="application/x-www-form-urlencoded",
+                        headers={"X-Forwarded-Proto": "https"})
+    assert "Secure" not in over_tls.headers["set-cookie"]  # proxy headers not trusted
+
+
+@pytest.mark.parametrize("conf_overrides", [
+    {"oslo_middleware": {"enable_proxy_headers_parsing": True}}])
+def test_cookie_is_secure_behind_a_tls_proxy(api):
+    resp = api.post("/ui/login", body="token=admin", token=None,
+                    content_type="application/x-www-form-urlencoded",
+                    headers={"X-Forwarded-Proto": "https"})
+    assert resp.headers["set-cookie"].endswith("; Secure")
 
 
 def test_sign_in_errors(api):
