@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from oslo_config import cfg
 
@@ -13,3 +14,6 @@ from allotment.storage.db import Database
 class Runtime:
     conf: cfg.ConfigOpts
     db: Database
+    # The routed application itself, for views that read through the API
+    # (set once the application is built).
+    app: Any = None

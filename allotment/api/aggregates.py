@@ -5,7 +5,7 @@ from __future__ import annotations
 import falcon
 
 from allotment.api import body, rendering
-from allotment.api.resource import Resource, authorize, require_version
+from allotment.api.resource import Resource, authorize, require_version, version
 from allotment.api.resource_providers import at_least
 from allotment.service import aggregates as service
 from allotment.service import resource_providers as providers
@@ -22,6 +22,11 @@ PUT_SCHEMA_1_19 = {
 }
 # From this microversion the generation travels with the aggregates.
 GENERATION_VERSION = (1, 19)
+
+
+def put_schema(ver: tuple[int, int]) -> dict:
+    """Body of PUT /resource_providers/{uuid}/aggregates."""
+    return PUT_SCHEMA_1_19 if ver >= GENERATION_VERSION else PUT_SCHEMA_1_1
 
 
 def _send(req: falcon.Request, resp: falcon.Response, provider, aggregates: list[str]) -> None:
@@ -44,7 +49,7 @@ class ProviderAggregates(Resource):
         require_version(req, "1.1")
         authorize(req, "placement:resource_providers:aggregates:update")
         with_generation = at_least(req, GENERATION_VERSION)
-        data = body.json_body_after(req, PUT_SCHEMA_1_19 if with_generation else PUT_SCHEMA_1_1,
+        data = body.json_body_after(req, put_schema(version(req)),
                                     lambda: providers.get_provider(self.db, uuid))
         if with_generation:
             aggregates, generation = data["aggregates"], data["resource_provider_generation"]

@@ -16,6 +16,7 @@ from allotment.auth.policy import Policy
 from allotment.runtime import Runtime
 from allotment.service import setup
 from allotment.storage.db import Database
+from allotment.web import session as web_session
 
 LOG = logging.getLogger(__name__)
 
@@ -42,6 +43,7 @@ def create_app(conf: cfg.ConfigOpts, *, db: Database | None = None):
     app.req_options.strip_url_path_trailing_slash = False
     # Every body we send names its type; bodiless 201s must not get one.
     app.resp_options.default_media_type = None
+    runtime.app = app
     for path, resource in routes.build(runtime):
         app.add_route(path, resource)
     app.add_error_handler(Exception, _unexpected_error)
@@ -49,13 +51,18 @@ def create_app(conf: cfg.ConfigOpts, *, db: Database | None = None):
     app.add_error_handler(errors.PlacementError, _placement_error)
 
     wsgi = auth_middleware.wrap(app, conf, policy)
+    # Browsers carry their token in a cookie; only the web view reads it.
+    wsgi = web_session.CookieToken(wsgi)
     if conf.cors.allowed_origin:
         wsgi = cors_mw.CORS(wsgi, conf)
     wsgi = middleware.RequestId(wsgi)
     if conf.oslo_middleware.enable_proxy_headers_parsing:
         # Only then does it do anything; it costs a WebOb round trip.
         wsgi = http_proxy_to_wsgi.HTTPProxyToWSGI(wsgi, conf)
-    return middleware.WsgiPath(middleware.CollectorPause(wsgi))
+    outer = middleware.WsgiPath(middleware.CollectorPause(wsgi))
+    # The routed application, for whoever needs to list what is served.
+    outer.falcon_app = app
+    return outer
 
 
 def _render(req: falcon.Request, resp: falcon.Response,

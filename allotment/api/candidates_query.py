@@ -30,7 +30,7 @@ def _suffix_pattern(version: tuple[int, int]) -> str:
     return _STRING_SUFFIX if version >= (1, 33) else _NUMERIC_SUFFIX
 
 
-def _schema(version: tuple[int, int]) -> dict:
+def query_schema(version: tuple[int, int]) -> dict:
     """The JSON schema the last value of each query key must satisfy."""
     props: dict[str, dict] = {}
     schema: dict = {"type": "object", "properties": props}
@@ -70,7 +70,7 @@ def _schema(version: tuple[int, int]) -> dict:
 def _validate_schema(params: Sequence[tuple[str, str]],
                      version: tuple[int, int]) -> None:
     # Same default draft as jsonschema.validate(), which Placement uses.
-    validator = schema_validator(_schema(version), key=("candidates-query", version))
+    validator = schema_validator(query_schema(version), key=("candidates-query", version))
     # Placement validates a plain dict of the query, i.e. each key's last
     # value.  It then *uses* the first limit and group_policy, so those are
     # checked value by value too: a bad first value must not slip through.

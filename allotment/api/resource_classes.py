@@ -18,6 +18,11 @@ CUSTOM_CLASS_SCHEMA = {
 }
 
 
+def put_schema(ver: tuple[int, int]) -> dict | None:
+    """Body of PUT /resource_classes/{name}: a rename before 1.7, none after."""
+    return CUSTOM_CLASS_SCHEMA if ver < (1, 7) else None
+
+
 def _url(req: falcon.Request, name: str) -> str:
     return f"{req.env.get('SCRIPT_NAME', '')}/resource_classes/{name}"
 
@@ -66,7 +71,7 @@ class ResourceClass(Resource):
             return self._ensure(req, resp, name)
         body.require_json(req)
         authorize(req, "placement:resource_classes:update")
-        data = body.json_body(req, CUSTOM_CLASS_SCHEMA)
+        data = body.json_body(req, put_schema(version(req)))
         row = service.rename_class(self.db, name, data["name"])
         rendering.send_json(req, resp, _render(req, row), cache=False)
 

@@ -32,8 +32,18 @@ PUT_SCHEMA = {**POST_SCHEMA, "properties": {"name": POST_SCHEMA["properties"]["n
 PUT_SCHEMA_1_14 = {**PUT_SCHEMA, "properties": {
     **PUT_SCHEMA["properties"], "parent_provider_uuid": _PARENT}}
 
+
+def post_schema(ver: tuple[int, int]) -> dict:
+    """Body of POST /resource_providers; parents arrive with 1.14."""
+    return POST_SCHEMA_1_14 if ver >= (1, 14) else POST_SCHEMA
+
+
+def put_schema(ver: tuple[int, int]) -> dict:
+    """Body of PUT /resource_providers/{uuid}."""
+    return PUT_SCHEMA_1_14 if ver >= (1, 14) else PUT_SCHEMA
+
 # Query keys GET /resource_providers accepts, by the microversion adding them.
-_LIST_KEYS = (((1, 0), "name"), ((1, 0), "uuid"), ((1, 3), "member_of"),
+LIST_KEYS = (((1, 0), "name"), ((1, 0), "uuid"), ((1, 3), "member_of"),
               ((1, 4), "resources"), ((1, 14), "in_tree"), ((1, 18), "required"))
 
 
@@ -105,13 +115,20 @@ def _bad_query(exc: jsonschema.ValidationError) -> errors.BadRequest:
 _STOCK_FORMATS = jsonschema.FormatChecker()
 
 
-def _validate_query(params: dict[str, str], allowed: list[str], uuid_keys: set[str]) -> None:
+_UUID_KEYS = frozenset({"uuid", "in_tree"})
+
+
+def list_query_schema(ver: tuple[int, int]) -> dict:
+    """The query of GET /resource_providers (last value of each key)."""
+    return {"type": "object", "additionalProperties": False, "properties": {
+        key: ({"type": "string", "format": "uuid"} if key in _UUID_KEYS
+              else {"type": "string"}) for since, key in LIST_KEYS if ver >= since}}
+
+
+def _validate_query(params: dict[str, str], ver: tuple[int, int]) -> None:
     """Placement validates the query (last value of each key) by JSON schema."""
-    schema = {"type": "object", "additionalProperties": False, "properties": {
-        key: ({"type": "string", "format": "uuid"} if key in uuid_keys
-              else {"type": "string"}) for key in allowed}}
-    error = first_error(params, schema, format_checker=_STOCK_FORMATS,
-                        key=("provider-query", tuple(allowed), frozenset(uuid_keys)))
+    error = first_error(params, list_query_schema(ver), format_checker=_STOCK_FORMATS,
+                        key=("provider-query", tuple(ver)))
     if error is not None:
         raise _bad_query(error)
 
@@ -133,11 +150,9 @@ def parse_required(values: list[str], ver: tuple[int, int]
 
 def list_filters(req: falcon.Request) -> service.ProviderFilters:
     ver = version(req)
-    allowed = [key for since, key in _LIST_KEYS if ver >= since]
     pairs = query.pairs(req)
     last = dict(pairs)
-    uuid_keys = {"uuid", "in_tree"}
-    _validate_query(last, allowed, uuid_keys)
+    _validate_query(last, ver)
     wanted = service.ProviderFilters()
     if "member_of" in last:
         wanted.member_of, wanted.forbidden_aggregates = filters.parse_member_of(
@@ -168,7 +183,7 @@ class ResourceProviders(Resource):
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         body.require_json(req)
         authorize(req, "placement:resource_providers:create")
-        data = body.json_body(req, POST_SCHEMA_1_14 if at_least(req, (1, 14)) else POST_SCHEMA)
+        data = body.json_body(req, post_schema(version(req)))
         row = service.create_provider(self.db, name=data["name"], uuid=data.get("uuid"),
                                       parent_uuid=data.get("parent_provider_uuid"))
         if at_least(req, (1, 20)):
@@ -188,7 +203,7 @@ class ResourceProvider(Resource):
     def on_put(self, req: falcon.Request, resp: falcon.Response, uuid: str) -> None:
         body.require_json(req)
         authorize(req, "placement:resource_providers:update")
-        data = body.json_body_after(req, PUT_SCHEMA_1_14 if at_least(req, (1, 14)) else PUT_SCHEMA,
+        data = body.json_body_after(req, put_schema(version(req)),
                                     lambda: service.get_provider(self.db, uuid))
         row = service.update_provider(
             self.db, uuid, name=data["name"],

@@ -17,7 +17,11 @@ from allotment.api import (
     traits,
     usages,
 )
+from allotment.api.openapi.resource import OpenApiDocument
 from allotment.runtime import Runtime
+from allotment.web import session, static, views
+
+OPENAPI_PATH = "/openapi.json"
 
 
 def build(runtime: Runtime) -> list[tuple[str, object]]:
@@ -44,4 +48,9 @@ def build(runtime: Runtime) -> list[tuple[str, object]]:
          provider_allocations.ProviderAllocations(runtime)),
         ("/usages", usages.Usages(runtime)),
         ("/reshaper", reshaper.Reshaper(runtime)),
+        (OPENAPI_PATH, OpenApiDocument(runtime)),
+        ("/ui", views.Hosts(runtime)),
+        ("/ui/trees/{uuid}", views.Tree(runtime)),
+        ("/ui/login", session.Login(runtime)),
+        ("/ui/static/{name}", static.Static(runtime)),
     ]

@@ -34,6 +34,11 @@ QUERY_SCHEMA_TYPES = {
 _STOCK_FORMATS = jsonschema.FormatChecker()
 
 
+def query_schema(ver: tuple[int, int]) -> dict:
+    """The query of GET /usages; consumer types arrive with 1.38."""
+    return QUERY_SCHEMA_TYPES if ver >= (1, 38) else QUERY_SCHEMA
+
+
 def _validate(params: dict, schema: dict) -> None:
     error = first_error(params, schema, format_checker=_STOCK_FORMATS)
     if error is not None:
@@ -49,7 +54,7 @@ class Usages(Resource):
         params = dict(query.pairs(req))  # the last value of a repeated key wins
         # The policy may limit callers to their own project: check first.
         authorize(req, "placement:usages", {"project_id": params.get("project_id")})
-        _validate(params, QUERY_SCHEMA_TYPES if with_types else QUERY_SCHEMA)
+        _validate(params, query_schema(version(req)))
         project_id, user_id = params["project_id"], params.get("user_id")
         if with_types:
             usages = service.of_project_by_type(self.db, project_id, user_id,

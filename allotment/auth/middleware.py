@@ -4,7 +4,8 @@
 ``[api] auth_strategy`` and then :class:`ContextMiddleware` around the app.
 oslo.middleware's RequestId is expected outside of both, so the request id is
 already in the environ.  The root document (``/``) is reachable without
-credentials, as in Placement, so clients can discover versions.
+credentials, as in Placement, so clients can discover versions; so is the
+OpenAPI document (``/openapi.json``), which describes the API and holds no data.
 """
 
 from __future__ import annotations
@@ -26,11 +27,17 @@ LOG = logging.getLogger(__name__)
 WSGIApp = Callable[[dict, Callable], Iterable[bytes]]
 
 CONTEXT_KEY = "allotment.context"
-ROOT_PATHS = ("/", "")
+# The version document and the API description need no credentials.
+ROOT_PATHS = ("/", "", "/openapi.json")
+
+
+# The web view's sign-in page and its static assets hold no data.
+PUBLIC_PREFIXES = ("/ui/login", "/ui/static/")
 
 
 def _is_root(environ: dict) -> bool:
-    return environ.get("PATH_INFO", "") in ROOT_PATHS
+    path = environ.get("PATH_INFO", "")
+    return path in ROOT_PATHS or path.startswith(PUBLIC_PREFIXES)
 
 
 def unauthorized(

@@ -63,6 +63,10 @@ ALLOCATION_CANDIDATES_LIST = "placement:allocation_candidates:list"
 
 RESHAPE = "placement:reshaper:reshape"
 
+# Not in upstream Placement: the read-only web view (each page also needs
+# the API rules of what it reads).
+WEB_VIEW = "allotment:web:view"
+
 _PROJECT_SCOPE = ("project",)
 
 _DEPRECATION_REASON = """
@@ -188,6 +192,9 @@ _API_RULES: Sequence[tuple[str, str, str, Sequence[tuple[str, str]]]] = (
     (RESHAPE, SERVICE,
      "Atomically move inventories and allocations between providers.",
      [("POST", "/reshaper")]),
+    (WEB_VIEW, ADMIN_API,
+     "See the web view of provider trees and usage.",
+     [("GET", "/ui"), ("GET", "/ui/trees/{uuid}")]),
 )
 
 

@@ -31,9 +31,13 @@ TRUSTED_ROLES = "admin,service"
 class DirectTransport:
     """Calls a WSGI application with a synthesised environ."""
 
-    def __init__(self, app: WSGIApp, *, token: str | None = ADMIN_TOKEN) -> None:
+    def __init__(self, app: WSGIApp, *, token: str | None = ADMIN_TOKEN,
+                 environ: Mapping[str, Any] | None = None) -> None:
         self.app = app
         self.token = token
+        # Added to every request's environ (e.g. an already-built request
+        # context, for callers inside the service).
+        self.environ = dict(environ or {})
 
     def request(self, method, path, *, params: Params = None, json: Any = None,
                 headers: Mapping[str, str] | None = None) -> Response:
@@ -59,6 +63,7 @@ class DirectTransport:
             "wsgi.multiprocess": False,
             "wsgi.run_once": False,
             "HTTP_HOST": "placement.direct",
+            **self.environ,
         }
         hdrs = dict(headers or {})
         if self.token is not None:

@@ -30,6 +30,10 @@ class _Server(BaseApplication):
             # application's own bound, [allotment] max_query_string_length,
             # answers longer query strings with a 414 of Placement's shape.
             "limit_request_line": 8190,
+            # gunicorn would let a local client set SCRIPT_NAME and PATH_INFO
+            # through headers (and answer 500 when they disagree with the
+            # path); proxies are handled by [oslo_middleware] as in Placement.
+            "forwarder_headers": "",
         }
         DeadlineSyncWorker.client_timeout = conf.allotment.client_timeout
         super().__init__()

@@ -19,7 +19,13 @@ def main(argv: list[str] | None = None) -> int:
     db_commands = db_parser.add_subparsers(dest="action", required=True)
     db_commands.add_parser("sync", help="create or migrate the schema to the latest version")
     db_commands.add_parser("version", help="print the schema version")
+    openapi_parser = commands.add_parser(
+        "openapi", help="write the OpenAPI document of the API (what /openapi.json serves)")
+    openapi_parser.add_argument("--output", "-o", default="-",
+                                help="file to write (default: standard output)")
     args = parser.parse_args(argv)
+    if args.category == "openapi":
+        return _write_openapi(args.output)
     conf = common.load_conf(args)
 
     database = db_mod.Database.from_conf(conf)
@@ -32,6 +38,19 @@ def main(argv: list[str] | None = None) -> int:
             print(migration.current_revision(database.engine) or "None")
     finally:
         database.dispose()
+    return 0
+
+
+def _write_openapi(output: str) -> int:
+    # Imported here: the database commands need none of the API modules.
+    from allotment.api import openapi
+
+    text = openapi.dumps(openapi.build())
+    if output == "-":
+        sys.stdout.write(text)
+    else:
+        with open(output, "w", encoding="utf-8") as handle:
+            handle.write(text)
     return 0
 
 

@@ -151,6 +151,14 @@ def test_api_serves_a_real_socket_with_an_upstream_conf(server):
     assert denied.status_code == 401
 
 
+def test_api_ignores_path_headers_from_clients(server):
+    headers = {"x-auth-token": "admin", "openstack-api-version": "placement latest",
+               "SCRIPT_NAME": "/elsewhere", "PATH_INFO": "/usages"}
+    resp = requests.get(server + "/resource_classes/VCPU", headers=headers, timeout=10)
+    assert resp.status_code == 200
+    assert resp.json()["links"][0]["href"] == "/resource_classes/VCPU"
+
+
 def test_api_with_no_configuration_uses_embedded_sqlite(tmp_path):
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k != "OS_PLACEMENT_CONFIG_DIR"}

@@ -98,9 +98,17 @@ def allowed(policy: Policy, persona: str, action: str, target=None) -> bool:
 
 # --- the rule list -------------------------------------------------------
 
+# Rules of allotment's own additions, not in upstream Placement.
+OWN_RULES = {"allotment:web:view": "rule:admin_api"}
+
+
 def test_every_upstream_rule_with_its_default() -> None:
     rules = {rule.name: rule.check_str for rule in policies.list_rules()}
-    assert rules == UPSTREAM_RULES
+    assert rules == {**UPSTREAM_RULES, **OWN_RULES}
+
+
+def test_own_rules_never_take_an_upstream_name() -> None:
+    assert all(name.startswith("allotment:") for name in OWN_RULES)
 
 
 def test_scope_types_and_deprecations_match_upstream() -> None:
@@ -348,6 +356,6 @@ def test_enforcer_entry_point_reads_the_operator_config(tmp_path, monkeypatch) -
         f"[oslo_policy]\npolicy_file = {tmp_path / 'policy.yaml'}\n")
     monkeypatch.setenv("OS_PLACEMENT_CONFIG_DIR", str(tmp_path))
     enforcer = get_enforcer()
-    assert set(enforcer.registered_rules) == set(UPSTREAM_RULES)
+    assert set(enforcer.registered_rules) == set(UPSTREAM_RULES) | set(OWN_RULES)
     assert str(enforcer.rules["placement:usages"]) == "role:auditor"
     assert str(enforcer.rules["placement:traits:list"]) == ADMIN_OR_SERVICE

@@ -1,0 +1,1 @@
+"""``allotment``: the operator's command line, on :mod:`allotment.client`."""

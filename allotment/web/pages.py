@@ -1,0 +1,53 @@
+"""Rendering helpers of the web view: Jinja2 templates from the package."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import parse_qs
+
+import falcon
+import jinja2
+
+from allotment import errors
+
+_ENV = jinja2.Environment(
+    loader=jinja2.PackageLoader("allotment.web", "templates"),
+    autoescape=jinja2.select_autoescape(default=True),
+    undefined=jinja2.StrictUndefined,
+)
+_MAX_FORM = 64 * 1024
+
+
+def render(req: falcon.Request, resp: falcon.Response, template: str, *,
+           status: int = 200, **context: Any) -> None:
+    resp.status = falcon.code_to_http_status(status)
+    resp.content_type = "text/html; charset=utf-8"
+    resp.set_header("cache-control", "no-cache")
+    # The pages and their assets come from this service only.
+    resp.set_header("content-security-policy",
+                    "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'")
+    resp.data = _ENV.get_template(template).render(
+        base=req.env.get("SCRIPT_NAME", "") + "/ui", **context).encode()
+
+
+def form(req: falcon.Request) -> dict[str, str]:
+    """An url-encoded form body (last value of each field); anything else
+    is refused like an API body of the wrong type."""
+    content_type = (req.content_type or "").split(";")[0].strip()
+    if content_type != "application/x-www-form-urlencoded":
+        raise errors.UnsupportedMediaType(
+            f"The media type {content_type or 'None'} is not supported, use "
+            "application/x-www-form-urlencoded")
+    raw = req.bounded_stream.read(_MAX_FORM)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise errors.BadRequest("The form is not UTF-8") from None
+    return {key: values[-1] for key, values in parse_qs(text).items()}
+
+
+def percent(used: int, capacity: int) -> float:
+    return min(100.0, 100.0 * used / capacity) if capacity else 0.0
+
+
+_ENV.globals["percent"] = percent
