@@ -102,13 +102,16 @@ def _query_params(op: Operation) -> list[dict]:
 
 
 def _error_statuses(op: Operation) -> list[int]:
-    statuses = [400, 404, 406]
+    # 414: a query string past [allotment] max_query_string_length, on any route.
+    statuses = [400, 404, 406, 414]
     if not op.public:
-        statuses += [401, 403]
+        # 503: the database is unreachable (see docs/reliability.md).
+        statuses += [401, 403, 503]
     if op.method != "GET":
         statuses += [409, 405]
     if op.body is not None or op.form is not None:
-        statuses.append(415)
+        # 413: a body past [oslo_middleware] max_request_body_size.
+        statuses += [413, 415]
     return sorted(statuses)
 
 
