@@ -178,6 +178,21 @@ def test_reshape_from_file(live, capsys, tmp_path):
     path.write_text("{not json")
     code, _, err = run(live, capsys, "reshape", str(path))
     assert code == 2 and "not JSON" in err
+    # The module's other tests share this cloud: put compute-2 back as it was.
+    now = api(live, f"/allocations/{w.migration}")
+    restore = {
+        "inventories": {w.host2: {
+            "resource_provider_generation": api(
+                live, f"/resource_providers/{w.host2}/inventories")["resource_provider_generation"],
+            "inventories": inventories["inventories"]}},
+        "allocations": {w.migration: {
+            "allocations": record["allocations"], "project_id": record["project_id"],
+            "user_id": record["user_id"], "consumer_generation": now["consumer_generation"],
+            "consumer_type": now["consumer_type"]}},
+    }
+    resp = requests.post(live.url + "/reshaper", json=restore, timeout=10,
+                         headers=live.headers(**{"X-Roles": "admin,service"}))
+    assert resp.status_code == 204, resp.text
 
 
 @pytest.mark.parametrize("args", [
