@@ -91,9 +91,9 @@ def explain(
 ) -> Explanation:
     """Explain, for up to ``tree_limit`` trees, why they yield no candidate.
 
-    ``answered_roots`` are the anchors of the candidates actually returned
-    (after ``limit``); trees that yield but are not among them are counted
-    as cut off by the limit.  Without it nothing counts as cut off.
+    ``answered_roots`` are the anchors of the candidates actually returned,
+    to be given when ``limit`` cut the answer short: trees that yield but
+    are not among them are counted as cut off by the limit.
     """
     ext = extensions.extend(request)
     plan = extensions.compile_plan(snapshot, ext)

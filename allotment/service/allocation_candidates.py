@@ -169,8 +169,12 @@ def find(
             randomize=randomize, rng=rng))
         explanation = None
         if explain_limit is not None:
+            caps = [c for c in (request.limit, max_candidates) if c is not None and c >= 0]
+            # Trees can only have been cut off when the answer is full.
+            answered = ({c.anchor for c in candidates}
+                        if caps and len(candidates) >= min(caps) else None)
             explanation = explain(snap, ext, tree_limit=explain_limit,
-                                  answered_roots={c.anchor for c in candidates})
+                                  answered_roots=answered)
         uuids = search.provider_summary_uuids(
             snap, candidates, nested_aware=request.nested_aware)
         memo = world.memo("summary")

@@ -15,7 +15,6 @@ from engine_worlds import World, cand, group, request, uid
 from test_seed_examples import (
     FPGA,
     MEM,
-    NIC_ROOT,
     NUMA_ROOT,
     VCPU,
     VF,
@@ -24,8 +23,8 @@ from test_seed_examples import (
     vif_world,
 )
 
-from allotment.engine import find_candidates
 from allotment.engine import extensions as ext
+from allotment.engine import find_candidates
 from allotment.engine.extensions import ExtendedRequest
 
 

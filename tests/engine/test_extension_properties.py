@@ -1,0 +1,188 @@
+"""Property tests of the extension features and of explain, against the oracle.
+
+The oracle of ``test_candidates_properties`` enumerates every candidate of
+every root; the extension constraints are checked here on its answers,
+straight from their documented definitions, sharing no code with
+``allotment.engine.extensions`` or ``allotment.engine.explain``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from hypothesis import given
+from hypothesis import strategies as st
+from test_candidates_properties import (
+    AGGS,
+    PROFILE,
+    Oracle,
+    key,
+    requests,
+    worlds,
+)
+
+from allotment.engine import Snapshot
+from allotment.engine import extensions as ext_engine
+from allotment.engine.explain import explain
+from allotment.engine.extensions import ExtendedRequest
+
+
+@st.composite
+def extended_scenarios(draw):
+    world = draw(worlds(roomy=draw(st.booleans())))
+    uuids = [r.uuid for r in world]
+    base = draw(requests(uuids))
+    if base.microversion < (1, 36):
+        base = dataclasses.replace(base, microversion=(1, 39), nested_aware=True)
+    suffixes = sorted(g.suffix for g in base.groups if g.suffix)
+    agg_sets = st.lists(st.frozensets(st.sampled_from(AGGS), min_size=1, max_size=2),
+                        max_size=2)
+    root_member_of = tuple(draw(agg_sets))
+    forbidden_root = frozenset(draw(st.lists(st.sampled_from(AGGS), max_size=1)))
+    isolate: tuple = ()
+    if len(suffixes) > 1 and draw(st.booleans()):
+        isolate = (frozenset(draw(st.lists(st.sampled_from(suffixes), min_size=2,
+                                           unique=True))),)
+        base = dataclasses.replace(base, group_policy=None)
+    anti: tuple = ()
+    if len(suffixes) > 1 and draw(st.booleans()):
+        order = draw(st.permutations(suffixes))
+        cut = draw(st.integers(1, len(order) - 1))
+        positive, negative = frozenset(order[:cut]), frozenset(order[cut:])
+        anti = ((positive, negative),)
+        base = dataclasses.replace(
+            base, same_subtrees=(*base.same_subtrees, positive))
+    return world, ExtendedRequest(
+        base, root_member_of=root_member_of, forbidden_root_aggs=forbidden_root,
+        isolate=isolate, anti_affinity=anti)
+
+
+class ExtOracle(Oracle):
+    def root_aggs_ok(self, ext: ExtendedRequest, r: str) -> bool:
+        aggs = self.by[r].aggregates
+        return (all(aggs & s for s in ext.root_member_of)
+                and not aggs & ext.forbidden_root_aggs)
+
+    def accepts(self, ext: ExtendedRequest, mapping: dict) -> bool:
+        for entry in ext.isolate:
+            picked = [next(iter(mapping[s])) for s in entry]
+            if len(set(picked)) != len(picked):
+                return False
+        for positive, negative in ext.anti_affinity:
+            picks = set().union(*(mapping[s] for s in positive))
+            tops = [t for t in picks
+                    if all(t in self.ancestors_or_self(q) for q in picks)]
+            if not tops:
+                return False
+            for s in negative:
+                if any(tops[0] in self.ancestors_or_self(q) for q in mapping[s]):
+                    return False
+        return True
+
+    def solve_ext_root(self, ext: ExtendedRequest, r: str) -> set:
+        if not self.root_aggs_ok(ext, r):
+            return set()
+        return {c for c in self.solve_root(ext.base, r) if self.accepts(ext, dict(c[1]))}
+
+    def solve_ext(self, ext: ExtendedRequest) -> set:
+        return set().union(*(self.solve_ext_root(ext, r) for r in self.roots()))
+
+
+@PROFILE
+@given(extended_scenarios())
+def test_extended_engine_matches_brute_force(scenario):
+    world, ext = scenario
+    got = [key(c) for c in ext_engine.find_candidates(Snapshot.build(world), ext)]
+    assert len(got) == len(set(got)), "duplicate candidates"
+    assert set(got) == ExtOracle(world).solve_ext(ext)
+
+
+@PROFILE
+@given(extended_scenarios(), st.integers(1, 4))
+def test_extended_limit_truncates_the_full_answer(scenario, limit):
+    world, ext = scenario
+    snap = Snapshot.build(world)
+    everything = [key(c) for c in ext_engine.find_candidates(snap, ext)]
+    limited = [key(c) for c in ext_engine.find_candidates(snap, ext, limit=limit)]
+    assert limited == everything[:limit]
+    breadth = [key(c) for c in ext_engine.find_candidates(snap, ext, strategy="breadth-first")]
+    assert sorted(breadth, key=repr) == sorted(everything, key=repr)
+
+
+def _relaxed(ext: ExtendedRequest, reason: dict) -> ExtendedRequest:
+    """The request without the constraint a combined reason names."""
+    base = ext.base
+    if reason["reason"] == "same_subtree":
+        named = frozenset(reason["same_subtree"])
+        rest = [s for s in base.same_subtrees if s != named]
+        return dataclasses.replace(ext, base=dataclasses.replace(base, same_subtrees=rest))
+    if reason["reason"] == "same_subtree_anti_affinity":
+        return dataclasses.replace(ext, anti_affinity=())
+    if reason["reason"] == "isolation" and "group_policy" in reason:
+        return dataclasses.replace(ext, base=dataclasses.replace(base, group_policy="none"))
+    if reason["reason"] == "isolation":
+        return dataclasses.replace(ext, isolate=())
+    assert reason["reason"] == "required_trait_combined"
+    groups = tuple(dataclasses.replace(g, required_traits=()) if not g.suffix else g
+                   for g in base.groups)
+    return dataclasses.replace(ext, base=dataclasses.replace(base, groups=groups))
+
+
+@PROFILE
+@given(extended_scenarios())
+def test_explain_reports_exactly_the_trees_without_candidates(scenario):
+    world, ext = scenario
+    oracle = ExtOracle(world)
+    snap = Snapshot.build(world)
+    result = explain(snap, ext, tree_limit=1000)
+    assert not result.truncated and result.trees_examined == len(oracle.roots())
+    assert result.trees_cut_by_limit == 0
+    failing = {t.root: t.as_dict() for t in result.failing}
+    for r in oracle.roots():
+        has = bool(oracle.solve_ext_root(ext, r))
+        assert (r not in failing) == has, (r, failing.get(r))
+        if has:
+            continue
+        reason = failing[r]
+        groups = {g.suffix: g for g in ext.base.groups}
+        kind = reason["reason"]
+        if kind in ("root_required", "root_forbidden"):
+            assert not oracle.root_ok(ext.base, r)
+        elif kind == "root_member_of":
+            assert not oracle.root_aggs_ok(ext, r)
+        elif "group" in reason and kind != "required_trait_combined":
+            g = groups[reason["group"]]
+            if g.suffix:
+                assert not oracle.suffixed_sources(g, r), reason
+            else:
+                per_rc = {rc: oracle.unsuffixed_sources(g, r, rc, a)
+                          for rc, a in g.resources.items()}
+                if all(per_rc.values()):
+                    have = set().union(*(oracle.by[u].traits
+                                         for us in per_rc.values() for u in us))
+                    assert any(not have & s for s in g.required_traits), reason
+        elif kind != "capacity_combined":
+            # Lifting the named constraint is what lets the tree yield.
+            assert oracle.solve_ext_root(_relaxed(ext, reason), r), reason
+
+
+@PROFILE
+@given(extended_scenarios(), st.integers(1, 3))
+def test_explain_counts_trees_cut_off_by_limit(scenario, limit):
+    world, ext = scenario
+    snap = Snapshot.build(world)
+    answer = list(ext_engine.find_candidates(snap, ext, limit=limit))
+    anchors = {c.anchor for c in answer}
+    oracle = ExtOracle(world)
+    yielding = [r for r in oracle.roots() if oracle.solve_ext_root(ext, r)]
+    if len(answer) == limit:
+        # The answer may have been cut short: trees not in it are counted.
+        result = explain(snap, ext, tree_limit=1000, answered_roots=anchors)
+        assert result.trees_cut_by_limit == len(set(yielding) - anchors)
+    else:
+        result = explain(snap, ext, tree_limit=1000)
+        assert result.trees_cut_by_limit == 0
+    assert result.trees_with_candidates == len(yielding)
+    small = explain(snap, ext, tree_limit=1)
+    assert len(small.failing) <= 1
+    assert small.truncated == (small.trees_examined < len(oracle.roots()))
