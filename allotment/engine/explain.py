@@ -26,7 +26,7 @@ have been explained, and only one tree is ever searched at a time.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from allotment.engine import extensions, search
@@ -101,6 +101,8 @@ def explain(
     examined = yielding = cut = 0
     failing: list[TreeReason] = []
     truncated = False
+    # Resolving a group's aggregates and in_tree is the same for every tree.
+    resolved = [search._Group(snapshot, g) for g in ext.base.groups]
     for r in snapshot.roots:
         if len(failing) >= tree_limit:
             truncated = True
@@ -111,7 +113,7 @@ def explain(
             if answered is not None and snapshot.uuids[r] not in answered:
                 cut += 1
             continue
-        failing.append(_diagnose(snapshot, ext, r))
+        failing.append(_diagnose(snapshot, ext, resolved, r))
     return Explanation(examined, yielding, cut, tuple(failing), truncated)
 
 
@@ -125,11 +127,15 @@ class _Found(Exception):
         self.reason, self.group, self.details = reason, group, details
 
 
-def _diagnose(snap: Snapshot, ext: ExtendedRequest, r: int) -> TreeReason:
+def _diagnose(snap: Snapshot, ext: ExtendedRequest, resolved: list[search._Group],
+              r: int) -> TreeReason:
     try:
         _check_root(snap, ext, r)
-        for g in ext.base.groups:
-            _check_group(snap, g, r)
+        for g, group in zip(resolved, ext.base.groups, strict=True):
+            if group.suffix:
+                _check_suffixed(snap, g, group, r)
+            else:
+                _check_unsuffixed(snap, g, group, r)
         _check_together(snap, ext, r)
     except _Found as found:
         return TreeReason(snap.uuids[r], found.reason, found.group, found.details)
@@ -163,10 +169,16 @@ def _free(snap: Snapshot, p: int, rc: str) -> int:
     return lim[CAPACITY] - snap.used.get(snap.uuids[p], _NO_USAGE).get(rc, 0)
 
 
-def _narrow(found: list[int], keep, reason: str, group: str, **details: object) -> list[int]:
+def _narrow(found: list[int], keep: Callable[[int], bool], reason: str, group: str,
+            details: Callable[[], dict] | None = None, **static: object) -> list[int]:
+    """The providers of ``found`` that ``keep``; the reason if none is left.
+
+    ``details`` is called only then: most trees pass most stages, and
+    explaining every tree of a big cloud must stay cheap.
+    """
     kept = [p for p in found if keep(p)]
     if not kept:
-        raise _Found(reason, group, **details)
+        raise _Found(reason, group, **(details() if details else static))
     return kept
 
 
@@ -174,31 +186,26 @@ def _unit_and_capacity(snap: Snapshot, found: list[int], suffix: str,
                        rc: str, amount: int) -> list[int]:
     inv = snap.inventory
 
-    def limits(name: str, pos: int) -> dict:
+    def limits(name: str, pos: int) -> Callable[[], dict]:
         p = found[0]
-        return {"resource_class": rc, "requested": amount,
-                "provider_uuid": snap.uuids[p], name: inv[p][rc][pos]}
+        return lambda: {"resource_class": rc, "requested": amount,
+                        "provider_uuid": snap.uuids[p], name: inv[p][rc][pos]}
 
     found = _narrow(found, lambda p: inv[p][rc][MIN_UNIT] <= amount, "min_unit",
-                    suffix, **limits("min_unit", MIN_UNIT))
+                    suffix, limits("min_unit", MIN_UNIT))
     found = _narrow(found, lambda p: amount <= inv[p][rc][MAX_UNIT], "max_unit",
-                    suffix, **limits("max_unit", MAX_UNIT))
+                    suffix, limits("max_unit", MAX_UNIT))
     found = _narrow(found, lambda p: amount % inv[p][rc][STEP_SIZE] == 0, "step_size",
-                    suffix, **limits("step_size", STEP_SIZE))
-    best = max(found, key=lambda p: (_free(snap, p, rc), -p))
-    return _narrow(
-        found, lambda p: _free(snap, p, rc) >= amount, "capacity", suffix,
-        resource_class=rc, requested=amount, provider_uuid=snap.uuids[best],
-        capacity=inv[best][rc][CAPACITY],
-        used=snap.used.get(snap.uuids[best], _NO_USAGE).get(rc, 0))
+                    suffix, limits("step_size", STEP_SIZE))
 
+    def most_free() -> dict:
+        best = max(found, key=lambda p: (_free(snap, p, rc), -p))
+        return {"resource_class": rc, "requested": amount,
+                "provider_uuid": snap.uuids[best], "capacity": inv[best][rc][CAPACITY],
+                "used": snap.used.get(snap.uuids[best], _NO_USAGE).get(rc, 0)}
 
-def _check_group(snap: Snapshot, group: RequestGroup, r: int) -> None:
-    g = search._Group(snap, group)
-    if group.suffix:
-        _check_suffixed(snap, g, group, r)
-    else:
-        _check_unsuffixed(snap, g, group, r)
+    return _narrow(found, lambda p: _free(snap, p, rc) >= amount, "capacity", suffix,
+                   most_free)
 
 
 def _check_filters(snap: Snapshot, g: search._Group, group: RequestGroup,
@@ -208,17 +215,18 @@ def _check_filters(snap: Snapshot, g: search._Group, group: RequestGroup,
         agg = snap.agg_members
         members = set().union(*(agg.get(a, ()) for a in any_of))
         found = _narrow(found, lambda p, m=members: member_test(p, m), "member_of", s,
-                        aggregates=sorted(any_of))
+                        lambda a=any_of: {"aggregates": sorted(a)})
     if g.banned:
         found = _narrow(found, lambda p: not member_test(p, g.banned), "member_of", s,
-                        forbidden_aggregates=sorted(group.forbidden_aggs))
+                        lambda: {"forbidden_aggregates": sorted(group.forbidden_aggs)})
     traits = snap.traits
     if group.suffix:
         for any_of in group.required_traits:
             found = _narrow(found, lambda p, t=any_of: not t.isdisjoint(traits[p]),
-                            "required_trait", s, traits=sorted(any_of))
-    found = _narrow(found, lambda p: g.forbidden.isdisjoint(traits[p]), "forbidden_trait",
-                    s, traits=sorted(g.forbidden))
+                            "required_trait", s, lambda t=any_of: {"traits": sorted(t)})
+    if g.forbidden:
+        found = _narrow(found, lambda p: g.forbidden.isdisjoint(traits[p]),
+                        "forbidden_trait", s, lambda: {"traits": sorted(g.forbidden)})
     return found
 
 
@@ -240,6 +248,10 @@ def _check_suffixed(snap: Snapshot, g: search._Group, group: RequestGroup, r: in
 
 def _check_unsuffixed(snap: Snapshot, g: search._Group, group: RequestGroup, r: int) -> None:
     pinned = g.tree_root is not None
+    if r in g.banned:
+        # A forbidden aggregate on the root rules out the whole tree, and
+        # with it the sharing providers it would use.
+        raise _Found("member_of", "", forbidden_aggregates=sorted(group.forbidden_aggs))
     usable: set[int] = set()
     for rc, amount in sorted(group.resources.items()):
         found = _sources(snap, r, with_sharing=not pinned)
