@@ -152,7 +152,10 @@ def test_explain_reports_exactly_the_trees_without_candidates(scenario):
             assert not oracle.root_aggs_ok(ext, r)
         elif "group" in reason and kind != "required_trait_combined":
             g = groups[reason["group"]]
-            if g.suffix:
+            if g.in_tree is not None and g.in_tree not in oracle.by:
+                # An unknown in_tree provider: nothing can serve the group.
+                assert kind in ("in_tree", "no_inventory", "unmatchable"), reason
+            elif g.suffix:
                 assert not oracle.suffixed_sources(g, r), reason
             else:
                 per_rc = {rc: oracle.unsuffixed_sources(g, r, rc, a)
