@@ -21,11 +21,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from engine_bench import flat_world, g, nested_world, prepare, req  # noqa: E402
+from engine_bench import flat_world, g, nested_world, prepare, req
 
-from allotment.engine import RequestGroup  # noqa: E402
-from allotment.engine import extensions as ext  # noqa: E402
-from allotment.engine.explain import explain  # noqa: E402
+from allotment.engine import RequestGroup
+from allotment.engine import extensions as ext
+from allotment.engine.explain import explain
 
 SCENARIOS = [
     ("flat: VCPU,MEM,DISK + AVX2", flat_world,
@@ -62,9 +62,12 @@ def main() -> None:
                 snaps.clear()
                 snaps[make] = prepare(make, hosts)
             snap = snaps[make]
-            query = median_ms(lambda: list(ext.find_candidates(snap, request)), args.repeat)
-            default = median_ms(lambda: explain(snap, request, tree_limit=50), args.repeat)
-            every = median_ms(lambda: explain(snap, request, tree_limit=10**9), args.repeat)
+            query = median_ms(lambda s=snap, r=request: list(ext.find_candidates(s, r)),
+                              args.repeat)
+            default = median_ms(lambda s=snap, r=request: explain(s, r, tree_limit=50),
+                                args.repeat)
+            every = median_ms(lambda s=snap, r=request: explain(s, r, tree_limit=10**9),
+                              args.repeat)
             failing = len(explain(snap, request, tree_limit=10**9).failing)
             print(f"{name:36} {hosts:>6} {query:>9.1f} {default:>11.1f} {every:>13.1f} "
                   f"{(query + default) / query:>6.2f} {failing:>8}", flush=True)
