@@ -26,12 +26,13 @@ Semantics (the documentation pages repeat them with worked examples):
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from allotment.engine import search
+from allotment.engine import search, split
 from allotment.engine.request import AllocationCandidatesRequest
 from allotment.engine.snapshot import Snapshot
 
@@ -47,6 +48,8 @@ class ExtendedRequest:
     isolate: tuple[frozenset[str], ...] = ()
     # (positive suffixes, negative suffixes) per anti-affine same_subtree.
     anti_affinity: tuple[tuple[frozenset[str], frozenset[str]], ...] = field(default=())
+    # Classes of the unsuffixed group that may be divided (engine.split).
+    can_split: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         known = {g.suffix for g in self.base.groups if g.suffix}
@@ -60,10 +63,20 @@ class ExtendedRequest:
                 raise ValueError("anti-affinity must name distinct suffixed groups")
         if self.isolate and self.base.group_policy is not None:
             raise ValueError("isolate and group_policy are mutually exclusive")
+        object.__setattr__(self, "can_split", frozenset(self.can_split))
+        unsuffixed = self.base.group("")
+        if self.can_split and (unsuffixed is None
+                               or not self.can_split <= set(unsuffixed.resources)):
+            raise ValueError("can_split must name classes of the unsuffixed group")
 
     @property
     def has_group_constraints(self) -> bool:
         return bool(self.isolate or self.anti_affinity)
+
+    @property
+    def is_standard(self) -> bool:
+        return not (self.root_member_of or self.forbidden_root_aggs
+                    or self.has_group_constraints or self.can_split)
 
 
 def extend(request: AllocationCandidatesRequest | ExtendedRequest) -> ExtendedRequest:
@@ -83,6 +96,7 @@ class _ExtPlan(search._Plan):
         snap = self.snapshot
         agg = snap.agg_members
         self.ext = ext
+        self.split: split.SplitPlan | None = None
         self.root_members = None
         if ext.root_member_of:
             sets = [set().union(*(agg.get(a, ()) for a in any_of))
@@ -142,20 +156,32 @@ def is_within(snap: Snapshot, q: int, top: int) -> bool:
 
 def compile_plan(snapshot: Snapshot, ext: ExtendedRequest) -> _ExtPlan | None:
     plan = _ExtPlan.compile(snapshot, ext.base)
-    if plan is not None:
-        plan.configure(ext)
+    if plan is None:
+        return None
+    plan.configure(ext)
+    if ext.can_split:
+        base = dataclasses.replace(
+            ext.base, groups=split.reduced_groups(ext.base, ext.can_split))
+        groups = [search._Group(snapshot, g) for g in base.groups]
+        # Built directly: what remains may be resourceless groups, or nothing.
+        reduced = _ExtPlan(snapshot, base, groups)
+        reduced.configure(dataclasses.replace(ext, base=base, can_split=frozenset()))
+        plan.split = split.make_plan(snapshot, plan, reduced, ext.can_split)
     return plan
 
 
 def anchor_results(plan: _ExtPlan, r: int,
                    rng: random.Random | None = None) -> Iterator[tuple]:
-    """The standard search of one anchor, restricted to accepted assignments."""
+    """The standard search of one anchor, restricted to accepted assignments,
+    then (with ``can_split``) the split candidates."""
     for found in search._search_anchor(plan, r, rng):
         usage, chosen = found
         # Ready-made candidates come only from requests without suffixed
         # groups, which the group constraints cannot concern.
         if usage is search._READY or plan.accepts(chosen):
             yield found
+    if plan.split is not None:
+        yield from plan.split.results(r, anchor_results(plan.split.reduced, r, rng))
 
 
 def _interleave(plan: _ExtPlan, strategy: str,
@@ -199,7 +225,7 @@ def find_candidates(
     what the standard search gives.
     """
     ext = extend(request)
-    if not (ext.root_member_of or ext.forbidden_root_aggs or ext.has_group_constraints):
+    if ext.is_standard:
         return search.find_candidates(
             snapshot, ext.base, limit=limit, max_candidates=max_candidates,
             strategy=strategy, randomize=randomize, rng=rng)
