@@ -26,7 +26,7 @@ LEVEL = "1"
 MIN_VERSION = (1, 36)
 EXPLAIN_LIMIT_DEFAULT = 50
 EXPLAIN_LIMIT_MAX = 1000
-_EXTENSION_PARAMS = ("root_member_of", "isolate", "explain", "explain_limit")
+_EXTENSION_PARAMS = ("root_member_of", "isolate", "explain", "explain_limit", "can_split")
 
 
 @dataclass(frozen=True)
@@ -106,6 +106,26 @@ def _parse_explain(values: list[str], limits: list[str]) -> int | None:
     return int(text)
 
 
+def _parse_can_split(values: list[str], unsuffixed: frozenset[str]) -> frozenset[str]:
+    if not values:
+        return frozenset()
+    if len(values) > 1:
+        raise errors.BadRequest(
+            "Query parameter 'can_split' may be specified only once.",
+            code=errors.ILLEGAL_DUPLICATE_QUERYPARAM)
+    names = [n.strip() for n in values[0].split(",")]
+    if any(not n for n in names):
+        raise errors.BadRequest(
+            f"Invalid value for 'can_split': {values[0]!r}; expected resource classes.",
+            code=errors.QUERYPARAM_BAD_VALUE)
+    outside = sorted(set(names) - unsuffixed)
+    if outside:
+        raise errors.BadRequest(
+            "'can_split' names resource classes the unsuffixed group does not "
+            f"request: {outside}.", code=errors.QUERYPARAM_BAD_VALUE)
+    return frozenset(names)
+
+
 def parse_extended_query(params: Sequence[tuple[str, str]],
                          microversion: tuple[int, int]) -> ExtendedQuery:
     """Parse a query made with the extension header (see docs/extensions.md)."""
@@ -162,8 +182,11 @@ def parse_extended_query(params: Sequence[tuple[str, str]],
             f"in {sorted(s for s in (g.suffix for g in base.groups))}.",
             code=errors.QUERYPARAM_BAD_VALUE)
     root_member_of, forbidden_root_aggs = _parse_root_member_of(values("root_member_of"))
+    unsuffixed = base.group("")
+    can_split = _parse_can_split(
+        values("can_split"), frozenset(unsuffixed.resources if unsuffixed else ()))
     request = ExtendedRequest(
         base=base, root_member_of=root_member_of,
         forbidden_root_aggs=forbidden_root_aggs, isolate=tuple(isolate),
-        anti_affinity=tuple(anti))
+        anti_affinity=tuple(anti), can_split=can_split)
     return ExtendedQuery(request, _parse_explain(values("explain"), values("explain_limit")))

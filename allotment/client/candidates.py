@@ -132,7 +132,9 @@ class CandidatesRequest:
     allotment's extensions (docs/extensions.md): ``root_member_of`` (items
     as ``member_of``'s) and ``forbidden_root_aggregates``; ``isolate``, a
     list of suffix lists; ``"!_X"`` in a ``same_subtree`` list for
-    anti-affinity; ``explain`` (and ``explain_limit``).  Using any of them,
+    anti-affinity; ``can_split``, classes of the unsuffixed group that may
+    be divided over several providers of one tree; ``explain`` (and
+    ``explain_limit``).  Using any of them,
     or ``extensions=True``, sends the opt-in header and makes
     ``group_policy`` optional.  Upstream Placement refuses such requests.
     """
@@ -146,6 +148,7 @@ class CandidatesRequest:
     root_member_of: Iterable[str | Iterable[str]] = ()
     forbidden_root_aggregates: Iterable[str] = ()
     isolate: Iterable[Iterable[str]] = ()
+    can_split: Iterable[str] = ()
     explain: bool = False
     explain_limit: int | None = None
     extensions: bool = False
@@ -158,9 +161,10 @@ class CandidatesRequest:
                                for m in self.root_member_of]
         self.forbidden_root_aggregates = _sorted(self.forbidden_root_aggregates)
         self.isolate = [list(s) for s in self.isolate]
+        self.can_split = _sorted(self.can_split)
+        anti = any(s.startswith("!") for st in self.same_subtree for s in st)
         if (self.root_member_of or self.forbidden_root_aggregates or self.isolate
-                or self.explain or any(s.startswith("!") for st in self.same_subtree
-                                       for s in st)):
+                or self.can_split or self.explain or anti):
             self.extensions = True
         self._check_extensions()
         for suffix in self.groups:
@@ -193,6 +197,10 @@ class CandidatesRequest:
                     raise ValueError(f"isolate names unknown group {suffix!r}")
         if self.isolate and self.group_policy is not None:
             raise ValueError("isolate and group_policy are mutually exclusive")
+        unsuffixed = self.unsuffixed.resources if self.unsuffixed else {}
+        outside = [rc for rc in self.can_split if rc not in unsuffixed]
+        if outside:
+            raise ValueError(f"can_split names classes the unsuffixed group lacks: {outside}")
         if self.explain_limit is not None and (
                 not self.explain or not 1 <= self.explain_limit <= 1000):
             raise ValueError("explain_limit needs explain and is from 1 to 1000")
@@ -203,8 +211,10 @@ class CandidatesRequest:
 
         Keyword arguments of :class:`RequestGroup` go to the group; the
         request-wide ones (limit, root_required ...) to the request."""
-        wide = {k: kwargs.pop(k) for k in ("group_policy", "limit", "root_required")
-                if k in kwargs}
+        wide = {k: kwargs.pop(k) for k in (
+            "group_policy", "limit", "root_required", "root_member_of",
+            "forbidden_root_aggregates", "can_split", "explain", "explain_limit",
+            "extensions") if k in kwargs}
         return cls(RequestGroup(resources=resources, **kwargs), **wide)
 
     def _all_groups(self) -> list[RequestGroup]:
@@ -232,6 +242,8 @@ class CandidatesRequest:
             out.append(("root_member_of", "!in:" + csv(self.forbidden_root_aggregates)))
         for entry in self.isolate:
             out.append(("isolate", csv(entry)))
+        if self.can_split:
+            out.append(("can_split", csv(self.can_split)))
         if self.explain:
             out.append(("explain", "true"))
             if self.explain_limit is not None:

@@ -95,7 +95,8 @@ def _room(snap: LiveSnapshot, p: int, rc: str, amount: int) -> bool:
 
 
 def _check_group(snap: LiveSnapshot, group: RequestGroup,
-                 classes: set[str], traits: set[str]) -> None:
+                 classes: set[str], traits: set[str],
+                 can_split: frozenset[str] = frozenset()) -> None:
     for rc in group.resources:
         if rc not in classes:
             raise errors.BadRequest(
@@ -118,6 +119,9 @@ def _check_group(snap: LiveSnapshot, group: RequestGroup,
             raise _NoCandidates
         tree_root = snap.root[i]
     for rc, amount in group.resources.items():
+        if rc in can_split and not group.suffix:
+            # Divided amounts need room on several providers, not on one.
+            continue
         if tree_root is None:
             holders: Iterable[int] = snap.by_rc.get(rc, ())
         else:
@@ -159,7 +163,7 @@ def find(
         try:
             _check_root_traits(snap, request, known_traits)
             for group in request.groups:
-                _check_group(snap, group, known_classes, known_traits)
+                _check_group(snap, group, known_classes, known_traits, ext.can_split)
         except _NoCandidates:
             if explain_limit is None:
                 return EMPTY

@@ -207,3 +207,48 @@ def test_bad_root_member_of_is_a_400(api, value):
     w = zones(api)
     resp = ext_get(w, w.query("resources=VCPU:1&root_member_of=" + value), status=400)
     assert "root_member_of" in resp.error()["detail"]
+
+
+# --- can_split ---------------------------------------------------------------------
+
+def numa_host(api) -> World:
+    w = World(api)
+    w.add("CN", inv={"DISK_GB": 100})
+    w.add("NUMA0", parent="CN", inv={VCPU: 4, MEM: 2048})
+    w.add("NUMA1", parent="CN", inv={VCPU: 4, MEM: 2048})
+    w.use("NUMA0", {VCPU: 2})
+    return w
+
+
+def test_can_split_divides_vcpus_over_numa_nodes(api):
+    w = numa_host(api)
+    query = "resources=VCPU:6,MEMORY_MB:1024,DISK_GB:10"
+    assert w.get(query).json["allocation_requests"] == []
+    resp = ext_get(w, query + "&can_split=VCPU,MEMORY_MB")
+    disk = ("CN", {"DISK_GB": 10})
+    assert shapes(w, resp) == Counter([
+        cand(("NUMA0", {VCPU: 2, MEM: 1024}), ("NUMA1", {VCPU: 4}), disk),
+        cand(("NUMA0", {VCPU: 2}), ("NUMA1", {VCPU: 4, MEM: 1024}), disk),
+    ])
+    assert {frozenset(w.mappings(ar)[""]) for ar in resp.json["allocation_requests"]} == {
+        frozenset({"NUMA0", "NUMA1", "CN"})}
+    # When one node can take it all, can_split changes nothing.
+    small = "resources=VCPU:2,MEMORY_MB:512&can_split=VCPU"
+    assert ext_get(w, small).json == w.get("resources=VCPU:2,MEMORY_MB:512").json
+
+
+@pytest.mark.parametrize(("query", "detail"), [
+    ("resources=VCPU:1&can_split=VCPU&can_split=VCPU", "may be specified only once"),
+    ("resources=VCPU:1&can_split=MEMORY_MB", "does not request"),
+    ("resources_A=VCPU:1&can_split=VCPU", "does not request"),
+    ("resources=VCPU:1&can_split=VCPU,", "Invalid value for 'can_split'"),
+])
+def test_bad_can_split_is_a_400(api, query, detail):
+    resp = ext_get(World(api), query, status=400)
+    assert detail in resp.error()["detail"]
+
+
+def test_can_split_without_the_opt_in_is_refused_as_upstream(api):
+    resp = api.get("/allocation_candidates?resources=VCPU:1&can_split=VCPU")
+    assert resp.status == 400
+    assert "Invalid query string parameters" in resp.error()["detail"]

@@ -52,9 +52,14 @@ def extended_scenarios(draw):
         anti = ((positive, negative),)
         base = dataclasses.replace(
             base, same_subtrees=(*base.same_subtrees, positive))
+    can_split: frozenset = frozenset()
+    unsuffixed = base.group("")
+    if unsuffixed is not None and unsuffixed.resources and draw(st.booleans()):
+        can_split = frozenset(draw(st.lists(st.sampled_from(sorted(unsuffixed.resources)),
+                                            min_size=1, unique=True)))
     return world, ExtendedRequest(
         base, root_member_of=root_member_of, forbidden_root_aggs=forbidden_root,
-        isolate=isolate, anti_affinity=anti)
+        isolate=isolate, anti_affinity=anti, can_split=can_split)
 
 
 class ExtOracle(Oracle):
@@ -82,7 +87,80 @@ class ExtOracle(Oracle):
     def solve_ext_root(self, ext: ExtendedRequest, r: str) -> set:
         if not self.root_aggs_ok(ext, r):
             return set()
-        return {c for c in self.solve_root(ext.base, r) if self.accepts(ext, dict(c[1]))}
+        found = {c for c in self.solve_root(ext.base, r) if self.accepts(ext, dict(c[1]))}
+        if ext.can_split:
+            found |= self.split_candidates(ext, r)
+        return found
+
+    # -- can_split, from its documented definition ---------------------------
+
+    def split_candidates(self, ext: ExtendedRequest, r: str) -> set:
+        u = ext.base.group("")
+        rest_groups = []
+        for g in ext.base.groups:
+            if g.suffix:
+                rest_groups.append(g)
+                continue
+            rest = {rc: a for rc, a in g.resources.items() if rc not in ext.can_split}
+            if rest:
+                rest_groups.append(dataclasses.replace(g, resources=rest, required_traits=()))
+        rest_base = dataclasses.replace(ext.base, groups=tuple(rest_groups))
+        if any(g.in_tree is not None and g.in_tree not in self.by for g in ext.base.groups):
+            return set()
+        out = set()
+        for totals, mapping in self.solve_root(rest_base, r):
+            mapping = dict(mapping)
+            if not self.accepts(ext, mapping):
+                continue
+            classes = sorted((rc, a) for rc, a in u.resources.items() if rc in ext.can_split)
+            for placed, picks in self.place(u, r, classes, dict(totals), [], False):
+                providers = set(mapping.get("", ())) | set(picks)
+                traits = set().union(*(self.by[p].traits for p in providers))
+                if not all(traits & s for s in u.required_traits):
+                    continue
+                full = dict(mapping)
+                full[""] = frozenset(providers)
+                out.add((frozenset(placed.items()), frozenset(full.items())))
+        return out
+
+    def free(self, p: str, rc: str, totals: dict) -> int:
+        inv = self.by[p].inventories[rc]
+        return inv.capacity - inv.used - totals.get((p, rc), 0)
+
+    def place(self, u, r, classes, totals, picks, divided):
+        if not classes:
+            if divided:
+                yield totals, picks
+            return
+        (rc, a), rest = classes[0], classes[1:]
+        singles = [p for p in self.unsuffixed_sources(u, r, rc, a)
+                   if self.free(p, rc, totals) >= a
+                   and totals.get((p, rc), 0) + a <= self.by[p].inventories[rc].max_unit]
+        if singles:
+            for p in singles:
+                after = dict(totals)
+                after[(p, rc)] = after.get((p, rc), 0) + a
+                yield from self.place(u, r, rest, after, [*picks, p], divided)
+            return
+        home = [p for p in self.by if self.root(p) == r and rc in self.by[p].inventories
+                and not self.by[p].traits & u.forbidden_traits
+                and not u.forbidden_aggs & (self.by[p].aggregates | self.by[r].aggregates)
+                and (u.in_tree is None or self.root(u.in_tree) == r)
+                and (not u.member_of or self.in_all(p, u.member_of)
+                     or self.in_all(r, u.member_of))]
+        home.sort(key=lambda p: (-self.free(p, rc, totals), p))
+        after, left, used = dict(totals), a, []
+        for p in home:
+            inv = self.by[p].inventories[rc]
+            most = min(left, self.free(p, rc, totals), inv.max_unit - totals.get((p, rc), 0))
+            take = most - most % inv.step_size if most > 0 else 0
+            if take > 0 and take >= inv.min_unit:
+                after[(p, rc)] = after.get((p, rc), 0) + take
+                used.append(p)
+                left -= take
+                if not left:
+                    yield from self.place(u, r, rest, after, picks + used, True)
+                    return
 
     def solve_ext(self, ext: ExtendedRequest) -> set:
         return set().union(*(self.solve_ext_root(ext, r) for r in self.roots()))

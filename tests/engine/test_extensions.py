@@ -23,8 +23,8 @@ from test_seed_examples import (
     vif_world,
 )
 
+from allotment.engine import Inventory, find_candidates
 from allotment.engine import extensions as ext
-from allotment.engine import find_candidates
 from allotment.engine.extensions import ExtendedRequest
 
 
@@ -163,3 +163,78 @@ def test_root_member_of_with_limit_counts_only_accepted_candidates():
     base = request(group(VCPU=1), limit=1)
     az2 = (frozenset({uid("az2")}),)
     assert len(run(w, ExtendedRequest(base, root_member_of=az2))) == 1
+
+
+# --- can_split ---------------------------------------------------------------------
+
+def numa_host(numa0_used: int = 2) -> World:
+    w = World()
+    w.add("CN", inv={"DISK_GB": 100})
+    w.add("NUMA0", parent="CN", inv={VCPU: Inventory(total=4, used=numa0_used), MEM: 2048})
+    w.add("NUMA1", parent="CN", inv={VCPU: 4, MEM: 2048})
+    return w
+
+
+SPLIT = frozenset({VCPU, MEM})
+
+
+def split_run(w: World, split=SPLIT, **resources) -> list:
+    return sorted(sorted(w.amounts(c)) for c in run(
+        w, ExtendedRequest(request(group(**resources)), can_split=split)))
+
+
+def test_can_split_adds_nothing_when_one_provider_can_take_everything():
+    w = numa_host()
+    plain = sorted(sorted(w.amounts(c)) for c in w.run(request(group(VCPU=2, MEMORY_MB=512))))
+    assert split_run(w, VCPU=2, MEMORY_MB=512) == plain
+
+
+def test_vcpus_divided_over_numa_nodes_most_free_first():
+    # 6 VCPUs: NUMA1 has 4 free, NUMA0 2; memory still fits whole on either.
+    w = numa_host()
+    assert split_run(w, VCPU=6, MEMORY_MB=1024) == [
+        sorted([("NUMA0", VCPU, 2), ("NUMA1", VCPU, 4), ("NUMA0", MEM, 1024)]),
+        sorted([("NUMA0", VCPU, 2), ("NUMA1", VCPU, 4), ("NUMA1", MEM, 1024)]),
+    ]
+    # Without can_split there is nothing.
+    assert w.run(request(group(VCPU=6, MEMORY_MB=1024))) == []
+
+
+def test_both_classes_divided_and_mapped():
+    w = numa_host()
+    cands = run(w, ExtendedRequest(request(group(VCPU=6, MEMORY_MB=3000)),
+                                   can_split=SPLIT))
+    # Equal free memory: the node first in UUID order gives the most.
+    first, second = sorted(["NUMA0", "NUMA1"], key=uid)
+    assert [w.amounts(c) for c in cands] == [frozenset({
+        ("NUMA0", VCPU, 2), ("NUMA1", VCPU, 4), (first, MEM, 2048), (second, MEM, 952)})]
+    assert w.mapping_names(cands[0]) == {"": ["NUMA0", "NUMA1"]}
+
+
+def test_split_respects_max_unit_and_step_size():
+    w = World()
+    w.add("CN")
+    w.add("A", parent="CN", inv={VCPU: Inventory(total=8, max_unit=3)})
+    w.add("B", parent="CN", inv={VCPU: Inventory(total=8, step_size=2)})
+    # A gives at most 3; B multiples of 2: 7 = 3 + 4 (B, most free, first: 6, then A 1).
+    got = split_run(w, split=frozenset({VCPU}), VCPU=7)
+    assert len(got) == 1
+    parts = {name: amount for name, _, amount in got[0]}
+    assert sum(parts.values()) == 7
+    assert parts["B"] % 2 == 0 and parts["A"] <= 3
+    # More than both can give: nothing.
+    assert split_run(w, split=frozenset({VCPU}), VCPU=15) == []
+
+
+def test_split_only_within_one_tree():
+    w = World()
+    w.add("CN1", inv={VCPU: 4})
+    w.add("CN2", inv={VCPU: 4})
+    assert split_run(w, split=frozenset({VCPU}), VCPU=6) == []
+
+
+def test_can_split_needs_classes_of_the_unsuffixed_group():
+    with pytest.raises(ValueError):
+        ExtendedRequest(request(group("_A", VCPU=1)), can_split=frozenset({VCPU}))
+    with pytest.raises(ValueError):
+        ExtendedRequest(request(group(VCPU=1)), can_split=frozenset({MEM}))

@@ -54,6 +54,7 @@ def test_group_policy_is_optional_only_with_the_extensions():
     ({"same_subtree": [["_A", "!_X"]]}, "unknown group"),
     ({"explain_limit": 3}, "explain_limit needs explain"),
     ({"root_member_of": [set()]}, "must not be empty"),
+    ({"can_split": ["VGPU"]}, "can_split names classes"),
 ])
 def test_bad_extension_requests_are_refused_before_sending(kwargs, message):
     groups = {"_A": RequestGroup(resources={"VGPU": 1}),
@@ -93,3 +94,19 @@ def test_extension_requests_against_the_service(placement, zones):
     assert found.allocation_requests == []
     reasons = {t["root_provider_uuid"]: t["reason"] for t in found.explanation["trees"]}
     assert reasons == {hosts[0][0]: "isolation", hosts[1][0]: "isolation"}
+
+
+def test_can_split_renders_and_splits(placement):
+    req = CandidatesRequest.simple({"VCPU": 6}, can_split=["VCPU"])
+    assert ("can_split", "VCPU") in req.params() and req.headers()
+    root = new_uuid()
+    tree = placement.get_provider_tree_and_ensure_root("numa-host", root)
+    nodes = []
+    for i in range(2):
+        node = tree.new_child(f"numa-host_numa{i}", root)
+        tree.update_inventory(node, {"VCPU": {"total": 4}})
+        nodes.append(node)
+    placement.update_from_provider_tree(tree)
+    found = placement.allocation_candidates.get(req)
+    assert [sorted(r["resources"]["VCPU"] for r in ar["allocations"].values())
+            for ar in found.allocation_requests] == [[2, 4]]
