@@ -16,12 +16,13 @@ from test_candidates_properties import (
     AGGS,
     PROFILE,
     Oracle,
+    groups,
     key,
     requests,
     worlds,
 )
 
-from allotment.engine import Snapshot
+from allotment.engine import AllocationCandidatesRequest, RequestGroup, Snapshot
 from allotment.engine import extensions as ext_engine
 from allotment.engine.explain import explain
 from allotment.engine.extensions import ExtendedRequest
@@ -57,9 +58,36 @@ def extended_scenarios(draw):
     if unsuffixed is not None and unsuffixed.resources and draw(st.booleans()):
         can_split = frozenset(draw(st.lists(st.sampled_from(sorted(unsuffixed.resources)),
                                             min_size=1, unique=True)))
+        # Mostly more than one small provider holds, so that dividing matters.
+        bigger = {rc: draw(st.sampled_from([a, 3, 5, 7, 10])) if rc in can_split else a
+                  for rc, a in unsuffixed.resources.items()}
+        groups = tuple(dataclasses.replace(g, resources=bigger) if not g.suffix else g
+                       for g in base.groups)
+        base = dataclasses.replace(base, groups=groups)
     return world, ExtendedRequest(
         base, root_member_of=root_member_of, forbidden_root_aggs=forbidden_root,
         isolate=isolate, anti_affinity=anti, can_split=can_split)
+
+
+@st.composite
+def split_scenarios(draw):
+    """Roomy trees and an unsuffixed group asking more than one provider
+    holds, sometimes with a suffixed group beside it: dividing matters."""
+    world = draw(worlds(roomy=True))
+    uuids = [r.uuid for r in world]
+    base = draw(requests(uuids))
+    unsuffixed = draw(groups("", uuids, True))
+    amounts = {rc: draw(st.sampled_from([2, 3, 5, 7, 10])) for rc in unsuffixed.resources}
+    if draw(st.booleans()):
+        # Mostly no filters, so that several providers of a tree qualify.
+        unsuffixed = RequestGroup(suffix="", resources=amounts)
+    unsuffixed = dataclasses.replace(unsuffixed, resources=amounts)
+    suffixed = tuple(g for g in base.groups if g.suffix and g.resources)[:1]
+    base = AllocationCandidatesRequest.for_microversion(
+        (1, 39), groups=(unsuffixed, *suffixed), group_policy="none")
+    can_split = frozenset(draw(st.lists(st.sampled_from(sorted(amounts)), min_size=1,
+                                        unique=True)))
+    return world, ExtendedRequest(base, can_split=can_split)
 
 
 class ExtOracle(Oracle):
@@ -173,6 +201,18 @@ def test_extended_engine_matches_brute_force(scenario):
     got = [key(c) for c in ext_engine.find_candidates(Snapshot.build(world), ext)]
     assert len(got) == len(set(got)), "duplicate candidates"
     assert set(got) == ExtOracle(world).solve_ext(ext)
+
+
+@PROFILE
+@given(split_scenarios())
+def test_split_engine_matches_brute_force(scenario):
+    world, ext = scenario
+    got = [key(c) for c in ext_engine.find_candidates(Snapshot.build(world), ext)]
+    assert len(got) == len(set(got)), "duplicate candidates"
+    assert set(got) == ExtOracle(world).solve_ext(ext)
+    # Only additions, and the standard candidates keep their order.
+    plain = [key(c) for c in ext_engine.find_candidates(Snapshot.build(world), ext.base)]
+    assert [k for k in got if k in set(plain)] == plain
 
 
 @PROFILE
