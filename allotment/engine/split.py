@@ -34,6 +34,7 @@ import dataclasses
 from collections.abc import Iterator
 
 from allotment.engine import search
+from allotment.engine.request import AllocationCandidatesRequest, RequestGroup
 from allotment.engine.snapshot import CAPACITY, MAX_UNIT, MIN_UNIT, STEP_SIZE, Snapshot
 
 _NO_USAGE: dict[str, int] = {}
@@ -157,7 +158,8 @@ def _unpack(snap: Snapshot, cand: search.Candidate) -> tuple[dict, list]:
     return usage, [[index[u] for u in cand.mappings[""]]]
 
 
-def reduced_groups(request, can_split: frozenset[str]) -> tuple:
+def reduced_groups(request: AllocationCandidatesRequest,
+                   can_split: frozenset[str]) -> tuple[RequestGroup, ...]:
     """The request's groups without the split classes and the unsuffixed
     group's required traits (checked after the split instead)."""
     out = []

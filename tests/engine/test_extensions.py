@@ -38,11 +38,37 @@ def amounts(w: World, cands) -> set:
 
 # --- plain requests are untouched ------------------------------------------
 
-def test_a_plain_request_gives_the_standard_answer():
-    w = fpga_world()
-    req = request(group("_COMPUTE", VCPU=1), group("_ACCEL", ACCELERATOR_FPGA=1),
-                  group_policy="none", same_subtree=[["_COMPUTE", "_ACCEL"]])
+SEED_REQUESTS = [
+    (fpga_world, request(group("_COMPUTE", VCPU=1, MEMORY_MB=256),
+                         group("_ACCEL", ACCELERATOR_FPGA=1),
+                         group_policy="none", same_subtree=[["_COMPUTE", "_ACCEL"]])),
+    (lambda: fpga_world(numa0_vcpu_used=2),
+     request(group("_COMPUTE", VCPU=2, MEMORY_MB=512), group("_ACCEL", ACCELERATOR_FPGA=1),
+             group_policy="none", same_subtree=[["_COMPUTE", "_ACCEL"]])),
+    (fpga_world, request(group("_NUMA", required=[NUMA_ROOT]),
+                         group("_ACCEL1", ACCELERATOR_FPGA=1, required=["CUSTOM_TYPE1"]),
+                         group("_ACCEL2", ACCELERATOR_FPGA=1, required=["CUSTOM_TYPE2"]),
+                         group_policy="none",
+                         same_subtree=[["_NUMA", "_ACCEL1", "_ACCEL2"]])),
+    (vif_world, vif_request("isolate")),
+    (vif_world, vif_request("none")),
+]
+
+
+@pytest.mark.parametrize(("make", "req"), SEED_REQUESTS)
+def test_seed_requests_answer_the_same_through_the_extension_engine(make, req):
+    w = make()
     assert run(w, ExtendedRequest(req)) == list(find_candidates(w.snapshot(), req))
+    for strategy in ("depth-first", "breadth-first"):
+        assert run(w, ExtendedRequest(req), strategy=strategy, limit=1) == list(
+            find_candidates(w.snapshot(), req, strategy=strategy, limit=1))
+
+
+def test_default_group_policy_is_the_none_answer():
+    w = vif_world()
+    none = vif_request("none")
+    assert run(w, ExtendedRequest(dataclasses.replace(none, group_policy=None))) == \
+        w.run(none)
 
 
 # --- isolate= ----------------------------------------------------------------
