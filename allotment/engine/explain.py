@@ -135,7 +135,7 @@ def _diagnose(snap: Snapshot, ext: ExtendedRequest, resolved: list[search._Group
             if group.suffix:
                 _check_suffixed(snap, g, group, r)
             else:
-                _check_unsuffixed(snap, g, group, r)
+                _check_unsuffixed(snap, g, group, r, ext.can_split)
         _check_together(snap, ext, r)
     except _Found as found:
         return TreeReason(snap.uuids[r], found.reason, found.group, found.details)
@@ -246,7 +246,8 @@ def _check_suffixed(snap: Snapshot, g: search._Group, group: RequestGroup, r: in
         found = _unit_and_capacity(snap, found, s, rc, amount)
 
 
-def _check_unsuffixed(snap: Snapshot, g: search._Group, group: RequestGroup, r: int) -> None:
+def _check_unsuffixed(snap: Snapshot, g: search._Group, group: RequestGroup, r: int,
+                      can_split: frozenset[str] = frozenset()) -> None:
     pinned = g.tree_root is not None
     if r in g.banned:
         # A forbidden aggregate on the root rules out the whole tree, and
@@ -266,11 +267,40 @@ def _check_unsuffixed(snap: Snapshot, g: search._Group, group: RequestGroup, r: 
             return p in m or (snap.root[p] == r and r in m)
 
         found = _check_filters(snap, g, group, found, member)
+        if rc in can_split:
+            usable.update(_split_capacity(snap, found, r, rc, amount))
+            continue
         usable.update(_unit_and_capacity(snap, found, "", rc, amount))
     have = set().union(*(snap.traits[p] for p in usable)) if usable else set()
     for any_of in group.required_traits:
         if any_of.isdisjoint(have):
             raise _Found("required_trait", "", traits=sorted(any_of))
+
+
+def _split_capacity(snap: Snapshot, found: list[int], r: int, rc: str,
+                    amount: int) -> list[int]:
+    """A class that may be divided fails alone only when no provider can
+    take it whole and the tree's providers together cannot either."""
+    inv = snap.inventory
+    room = [p for p in found
+            if inv[p][rc][MIN_UNIT] <= amount <= inv[p][rc][MAX_UNIT]
+            and amount % inv[p][rc][STEP_SIZE] == 0 and _free(snap, p, rc) >= amount]
+    if room:
+        return room
+    home = [p for p in found if snap.root[p] == r]
+    parts = []
+    remaining = amount
+    for p in sorted(home, key=lambda p: (-_free(snap, p, rc), p)):
+        lim = inv[p][rc]
+        most = min(remaining, _free(snap, p, rc), lim[MAX_UNIT])
+        take = most - most % lim[STEP_SIZE] if most > 0 else 0
+        if take > 0 and take >= lim[MIN_UNIT]:
+            parts.append(p)
+            remaining -= take
+            if not remaining:
+                return parts
+    raise _Found("split_capacity", "", resource_class=rc, requested=amount,
+                 free_in_tree=sum(max(0, _free(snap, p, rc)) for p in home))
 
 
 def _yields_without(snap: Snapshot, ext: ExtendedRequest, r: int, **changes) -> bool:

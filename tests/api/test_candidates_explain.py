@@ -122,3 +122,13 @@ def test_explain_follows_the_candidates_policy(api):
     resp = api.get("/allocation_candidates?resources=VCPU:1&explain=true",
                    token="someone", headers=EXT)
     assert resp.status == 403
+
+
+def test_a_split_class_the_tree_cannot_hold_even_divided(api):
+    w = fpgas(api)
+    body = ext_get(w, "resources=VCPU:9&can_split=VCPU&explain=true").json
+    assert by_root(w, body) == {"CN": {
+        "reason": "split_capacity", "group": "", "resource_class": VCPU,
+        "requested": 9, "free_in_tree": 8}}
+    assert ext_get(w, "resources=VCPU:8&can_split=VCPU&explain=true").json[
+        "explanation"]["trees_without_candidates"] == 0
