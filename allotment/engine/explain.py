@@ -70,6 +70,9 @@ class Explanation:
     failing: tuple[TreeReason, ...]
     # Whether trees were left unexamined because tree_limit was reached.
     truncated: bool
+    # Sharing providers no group of the request could use (see
+    # _sharing_reason); ``root`` holds the sharing provider's UUID.
+    sharing: tuple[TreeReason, ...] = ()
 
     def as_dict(self) -> dict:
         return {
@@ -79,7 +82,14 @@ class Explanation:
             "trees_without_candidates": len(self.failing),
             "truncated": self.truncated,
             "trees": [t.as_dict() for t in self.failing],
+            "sharing_providers": [_sharing_dict(t) for t in self.sharing],
         }
+
+
+def _sharing_dict(reason: TreeReason) -> dict:
+    body = reason.as_dict()
+    body["provider_uuid"] = body.pop("root_provider_uuid")
+    return body
 
 
 def explain(
@@ -114,7 +124,48 @@ def explain(
                 cut += 1
             continue
         failing.append(_diagnose(snapshot, ext, resolved, r))
-    return Explanation(examined, yielding, cut, tuple(failing), truncated)
+    sharing = []
+    for p in snapshot.sharing:
+        if len(sharing) >= tree_limit:
+            truncated = True
+            break
+        found = _sharing_reason(snapshot, ext, resolved, p)
+        if found is not None:
+            sharing.append(found)
+    return Explanation(examined, yielding, cut, tuple(failing), truncated, tuple(sharing))
+
+
+def _sharing_reason(snap: Snapshot, ext: ExtendedRequest, resolved: list[search._Group],
+                    s: int) -> TreeReason | None:
+    """Why no group of the request can use sharing provider ``s``, or None.
+
+    Only groups asking for a class ``s`` has count; a provider none of them
+    asks anything of is not reported.  Each is checked on ``s`` alone, with
+    the stages used for trees; the reason given is the first group's.
+    """
+    inventory = snap.inventory[s]
+    first: _Found | None = None
+    for g, group in zip(resolved, ext.base.groups, strict=True):
+        wanted = sorted((rc, a) for rc, a in group.resources.items() if rc in inventory)
+        if not wanted:
+            continue
+        try:
+            if not (snap.anchors_of_sharing.get(s, frozenset()) - {snap.root[s]}):
+                raise _Found("serves_no_tree", group.suffix)
+            if group.suffix:
+                _check_suffixed_on(snap, g, group, [s])
+            else:
+                if g.tree_root is not None:
+                    raise _Found("in_tree", "", in_tree=group.in_tree)
+                found = _check_filters(snap, g, group, [s], lambda p, m: p in m)
+                for rc, amount in wanted:
+                    _unit_and_capacity(snap, found, "", rc, amount)
+            return None
+        except _Found as reason:
+            first = first or reason
+    if first is None:
+        return None
+    return TreeReason(snap.uuids[s], first.reason, first.group, first.details)
 
 
 # ---------------------------------------------------------------------------
@@ -234,7 +285,12 @@ def _check_suffixed(snap: Snapshot, g: search._Group, group: RequestGroup, r: in
     s = group.suffix
     if g.never_matches() and g.resourceless:
         raise _Found("unmatchable", s)
-    found = _sources(snap, r)
+    _check_suffixed_on(snap, g, group, _sources(snap, r))
+
+
+def _check_suffixed_on(snap: Snapshot, g: search._Group, group: RequestGroup,
+                       found: list[int]) -> None:
+    s = group.suffix
     for rc in sorted(group.resources):
         found = _narrow(found, lambda p, rc=rc: rc in snap.inventory[p], "no_inventory", s,
                         resource_class=rc)

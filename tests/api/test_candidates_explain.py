@@ -45,7 +45,8 @@ def test_each_tree_says_what_stopped_it(api):
     }
     assert body["explanation"] | {"trees": None} == {
         "trees_examined": 6, "trees_with_candidates": 2, "trees_cut_by_limit": 0,
-        "trees_without_candidates": 4, "truncated": False, "trees": None}
+        "trees_without_candidates": 4, "truncated": False, "trees": None,
+        "sharing_providers": []}
     # The candidates themselves are the usual answer.
     plain = ext_get(w, "resources=VCPU:2").json
     assert body["allocation_requests"] == plain["allocation_requests"]
@@ -132,3 +133,20 @@ def test_a_split_class_the_tree_cannot_hold_even_divided(api):
         "requested": 9, "free_in_tree": 8}}
     assert ext_get(w, "resources=VCPU:8&can_split=VCPU&explain=true").json[
         "explanation"]["trees_without_candidates"] == 0
+
+
+def test_sharing_providers_no_group_can_use(api):
+    from tests.api.test_seed_candidates import sharing
+    w = sharing(api)
+    body = ext_get(w, "resources=VCPU:1,DISK_GB:2000&explain=true").json
+    shared = {w.name(s.pop("provider_uuid")): s
+              for s in body["explanation"]["sharing_providers"]}
+    assert shared == {
+        "SS1": {"reason": "capacity", "group": "", "resource_class": "DISK_GB",
+                "requested": 2000, "capacity": 1000, "used": 0},
+        "SS2": {"reason": "serves_no_tree", "group": ""},
+    }
+    # A pool some group can use is not listed.
+    body = ext_get(w, "resources=VCPU:1,DISK_GB:500&explain=true").json
+    assert [w.name(s["provider_uuid"]) for s in body["explanation"]["sharing_providers"]] \
+        == ["SS2"]

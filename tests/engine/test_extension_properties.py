@@ -288,6 +288,31 @@ def test_explain_reports_exactly_the_trees_without_candidates(scenario):
 
 
 @PROFILE
+@given(extended_scenarios())
+def test_explained_sharing_providers_cannot_serve_the_groups(scenario):
+    world, ext = scenario
+    oracle = ExtOracle(world)
+    result = explain(Snapshot.build(world), ext, tree_limit=1000)
+    groups = {g.suffix: g for g in ext.base.groups}
+    for reason in result.sharing:
+        s, g = reason.root, groups[reason.group]
+        assert oracle.shares(s)
+        assert set(g.resources) & set(oracle.by[s].inventories)
+        served = oracle.served_roots(s) - {oracle.root(s)}
+        if reason.reason == "serves_no_tree":
+            assert not served
+        elif g.in_tree is not None and g.in_tree not in oracle.by:
+            assert reason.reason in ("in_tree", "no_inventory"), reason
+        elif g.suffix:
+            assert not oracle.single_ok(g, s), reason
+        else:
+            wanted = [(rc, a) for rc, a in g.resources.items()
+                      if rc in oracle.by[s].inventories]
+            assert any(all(s not in oracle.unsuffixed_sources(g, r, rc, a) for r in served)
+                       for rc, a in wanted), reason
+
+
+@PROFILE
 @given(extended_scenarios(), st.integers(1, 3))
 def test_explain_counts_trees_cut_off_by_limit(scenario, limit):
     world, ext = scenario
