@@ -92,6 +92,19 @@ def test_standard_requests_answer_the_same_with_the_opt_in(api, query):
     assert ext_get(w, query).json == w.get(query).json
 
 
+def test_spec_nic_example_answers_the_same_with_the_opt_in(api):
+    w = nic_pfs(api)
+    query = ("resources_VIF_NET1=SRIOV_NET_VF:1&required_VIF_NET1=CUSTOM_NET1"
+             "&resources_VIF_NET2=SRIOV_NET_VF:1&required_VIF_NET2=CUSTOM_NET2"
+             "&required_NIC_AFFINITY=CUSTOM_HW_NIC_ROOT"
+             "&same_subtree=_VIF_NET1,_VIF_NET2,_NIC_AFFINITY")
+    standard = w.get(query + "&group_policy=none").json
+    assert len(standard["allocation_requests"]) == 2
+    assert ext_get(w, query + "&group_policy=none").json == standard
+    # As the document writes it, without group_policy.
+    assert ext_get(w, query).json == standard
+
+
 # --- group_policy defaults to none -----------------------------------------------
 
 def test_spec_same_subtree_example_as_written_needs_no_group_policy(api):
