@@ -126,12 +126,13 @@ def explain(
         failing.append(_diagnose(snapshot, ext, resolved, r))
     sharing = []
     for p in snapshot.sharing:
+        found = _sharing_reason(snapshot, ext, resolved, p)
+        if found is None:
+            continue
         if len(sharing) >= tree_limit:
             truncated = True
             break
-        found = _sharing_reason(snapshot, ext, resolved, p)
-        if found is not None:
-            sharing.append(found)
+        sharing.append(found)
     return Explanation(examined, yielding, cut, tuple(failing), truncated, tuple(sharing))
 
 
