@@ -5,7 +5,7 @@ from __future__ import annotations
 import falcon
 import orjson
 
-from allotment.api import query, rendering
+from allotment.api import candidates_extensions, query, rendering
 from allotment.api.candidates_query import parse_allocation_candidates_query
 from allotment.api.resource import Resource, authorize, require_version, version
 from allotment.engine.request import AllocationCandidatesRequest
@@ -82,14 +82,26 @@ class AllocationCandidates(Resource):
         require_version(req, "1.10")
         authorize(req, "placement:allocation_candidates:list")
         want = version(req)
-        request = parse_allocation_candidates_query(query.pairs(req), want)
+        explain_limit = None
+        if candidates_extensions.requested(req.get_header(candidates_extensions.HEADER)):
+            parsed = candidates_extensions.parse_extended_query(query.pairs(req), want)
+            wanted, request = parsed.request, parsed.request.base
+            explain_limit = parsed.explain_limit
+            # Tells the client its opt-in was understood.
+            resp.set_header(candidates_extensions.HEADER, candidates_extensions.LEVEL)
+        else:
+            wanted = request = parse_allocation_candidates_query(query.pairs(req), want)
         placement = self.conf.placement
         found = service.find(
-            self.db, request,
+            self.db, wanted,
             max_candidates=placement.max_allocation_candidates,
             strategy=placement.allocation_candidates_generation_strategy,
-            randomize=placement.randomize_allocation_candidates)
-        rendering.send_json(req, resp, {
+            randomize=placement.randomize_allocation_candidates,
+            explain_limit=explain_limit)
+        body = {
             "allocation_requests": [_allocation_request(c, want) for c in found.candidates],
             "provider_summaries": _summaries(found.summaries, request, want),
-        })
+        }
+        if found.explanation is not None:
+            body["explanation"] = found.explanation.as_dict()
+        rendering.send_json(req, resp, body)

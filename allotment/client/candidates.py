@@ -19,6 +19,10 @@ from allotment.client import microversion as mv
 from allotment.client._base import Noun, csv
 
 GROUP_POLICIES = ("none", "isolate")
+# The opt-in of allotment's extensions (docs/extensions.md).
+EXTENSIONS_HEADER = "Allotment-Extensions"
+EXTENSIONS_LEVEL = "1"
+EXTENSIONS_MIN_VERSION = "1.36"
 _SUFFIX_ANY = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _SUFFIX_NUMERIC = re.compile(r"^[1-9][0-9]*$")
 
@@ -124,6 +128,15 @@ class CandidatesRequest:
     ``groups`` maps suffixes to the granular groups.  ``same_subtree`` is a
     list of suffix lists; ``root_required`` a list of trait names
     (``!NAME`` forbids).
+
+    allotment's extensions (docs/extensions.md): ``root_member_of`` (items
+    as ``member_of``'s) and ``forbidden_root_aggregates``; ``isolate``, a
+    list of suffix lists; ``"!_X"`` in a ``same_subtree`` list for
+    anti-affinity; ``can_split``, classes of the unsuffixed group that may
+    be divided over several providers of one tree; ``explain`` (and
+    ``explain_limit``).  Using any of them,
+    or ``extensions=True``, sends the opt-in header and makes
+    ``group_policy`` optional.  Upstream Placement refuses such requests.
     """
 
     unsuffixed: RequestGroup | None = None
@@ -132,11 +145,28 @@ class CandidatesRequest:
     limit: int | None = None
     same_subtree: Iterable[Iterable[str]] = ()
     root_required: Iterable[str] = ()
+    root_member_of: Iterable[str | Iterable[str]] = ()
+    forbidden_root_aggregates: Iterable[str] = ()
+    isolate: Iterable[Iterable[str]] = ()
+    can_split: Iterable[str] = ()
+    explain: bool = False
+    explain_limit: int | None = None
+    extensions: bool = False
 
     def __post_init__(self) -> None:
         self.groups = dict(self.groups)
         self.same_subtree = [list(s) for s in self.same_subtree]
         self.root_required = list(self.root_required)
+        self.root_member_of = [m if isinstance(m, str) else frozenset(m)
+                               for m in self.root_member_of]
+        self.forbidden_root_aggregates = _sorted(self.forbidden_root_aggregates)
+        self.isolate = [list(s) for s in self.isolate]
+        self.can_split = _sorted(self.can_split)
+        anti = any(s.startswith("!") for st in self.same_subtree for s in st)
+        if (self.root_member_of or self.forbidden_root_aggregates or self.isolate
+                or self.can_split or self.explain or anti):
+            self.extensions = True
+        self._check_extensions()
         for suffix in self.groups:
             if not _SUFFIX_ANY.match(suffix):
                 raise ValueError(f"invalid request group suffix {suffix!r}")
@@ -145,17 +175,35 @@ class CandidatesRequest:
         if self.limit is not None and (not isinstance(self.limit, int) or self.limit < 1):
             raise ValueError("limit must be a positive integer")
         for subtree in self.same_subtree:
-            if not subtree:
-                raise ValueError("same_subtree needs at least one suffix")
+            if not [s for s in subtree if not s.startswith("!")]:
+                raise ValueError("same_subtree needs at least one suffix without '!'")
             for suffix in subtree:
-                if suffix not in self.groups:
+                if suffix.removeprefix("!") not in self.groups:
                     raise ValueError(f"same_subtree names unknown group {suffix!r}")
         if not any(g.resources for g in self._all_groups()):
             raise ValueError("at least one group must request resources")
         # Placement requires group_policy once there is more than one
         # granular group; saying so here beats a 400 later.
-        if len(self.groups) > 1 and self.group_policy is None:
+        if len(self.groups) > 1 and self.group_policy is None and not self.extensions:
             raise ValueError("group_policy is required with more than one granular group")
+
+    def _check_extensions(self) -> None:
+        for item in self.root_member_of:
+            if not isinstance(item, str) and not item:
+                raise ValueError("an any-of set must not be empty")
+        for entry in self.isolate:
+            for suffix in entry:
+                if suffix not in self.groups:
+                    raise ValueError(f"isolate names unknown group {suffix!r}")
+        if self.isolate and self.group_policy is not None:
+            raise ValueError("isolate and group_policy are mutually exclusive")
+        unsuffixed = self.unsuffixed.resources if self.unsuffixed else {}
+        outside = [rc for rc in self.can_split if rc not in unsuffixed]
+        if outside:
+            raise ValueError(f"can_split names classes the unsuffixed group lacks: {outside}")
+        if self.explain_limit is not None and (
+                not self.explain or not 1 <= self.explain_limit <= 1000):
+            raise ValueError("explain_limit needs explain and is from 1 to 1000")
 
     @classmethod
     def simple(cls, resources: Mapping[str, int], **kwargs: Any) -> CandidatesRequest:
@@ -163,8 +211,10 @@ class CandidatesRequest:
 
         Keyword arguments of :class:`RequestGroup` go to the group; the
         request-wide ones (limit, root_required ...) to the request."""
-        wide = {k: kwargs.pop(k) for k in ("group_policy", "limit", "root_required")
-                if k in kwargs}
+        wide = {k: kwargs.pop(k) for k in (
+            "group_policy", "limit", "root_required", "root_member_of",
+            "forbidden_root_aggregates", "can_split", "explain", "explain_limit",
+            "extensions") if k in kwargs}
         return cls(RequestGroup(resources=resources, **kwargs), **wide)
 
     def _all_groups(self) -> list[RequestGroup]:
@@ -184,7 +234,25 @@ class CandidatesRequest:
             out.append(("root_required", csv(self.root_required)))
         for subtree in self.same_subtree:
             out.append(("same_subtree", csv(subtree)))
+        for item in self.root_member_of:
+            value = item if isinstance(item, str) else (
+                next(iter(item)) if len(item) == 1 else "in:" + csv(sorted(item)))
+            out.append(("root_member_of", value))
+        if self.forbidden_root_aggregates:
+            out.append(("root_member_of", "!in:" + csv(self.forbidden_root_aggregates)))
+        for entry in self.isolate:
+            out.append(("isolate", csv(entry)))
+        if self.can_split:
+            out.append(("can_split", csv(self.can_split)))
+        if self.explain:
+            out.append(("explain", "true"))
+            if self.explain_limit is not None:
+                out.append(("explain_limit", str(self.explain_limit)))
         return out
+
+    def headers(self) -> dict[str, str]:
+        """What the request must carry besides its microversion."""
+        return {EXTENSIONS_HEADER: EXTENSIONS_LEVEL} if self.extensions else {}
 
     def query_string(self) -> str:
         return urlencode(self.params(), safe=",:!")
@@ -204,6 +272,8 @@ class CandidatesRequest:
             needed.append(mv.FEATURES["same_subtree"])
         if self.limit is not None:
             needed.append("1.16")
+        if self.extensions:
+            needed.append(EXTENSIONS_MIN_VERSION)
         return max(needed, key=mv.parse)
 
     def check_version(self, version: str) -> None:
@@ -223,6 +293,8 @@ class Candidates:
     allocation_requests: list[dict[str, Any]]
     provider_summaries: dict[str, Any]
     version: str
+    # With CandidatesRequest(explain=True): see docs/extensions/explain.md.
+    explanation: dict[str, Any] | None = None
 
     def __len__(self) -> int:
         return len(self.allocation_requests)
@@ -233,5 +305,6 @@ class AllocationCandidatesAPI(Noun):
         version = self._version(version)
         request.check_version(version)
         body = self._client.get("/allocation_candidates", params=request.params(),
-                                version=version).json()
-        return Candidates(body["allocation_requests"], body["provider_summaries"], version)
+                                version=version, headers=request.headers()).json()
+        return Candidates(body["allocation_requests"], body["provider_summaries"], version,
+                          body.get("explanation"))

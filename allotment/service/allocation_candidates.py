@@ -13,7 +13,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from allotment import errors
-from allotment.engine import search
+from allotment.engine import extensions, search
+from allotment.engine.explain import Explanation, explain
+from allotment.engine.extensions import ExtendedRequest
 from allotment.engine.live import LiveSnapshot
 from allotment.engine.request import AllocationCandidatesRequest, RequestGroup
 from allotment.engine.snapshot import CAPACITY, MAX_UNIT, MIN_UNIT, STEP_SIZE
@@ -40,6 +42,8 @@ class ProviderSummary:
 class CandidatesResult:
     candidates: list[search.Candidate]
     summaries: list[ProviderSummary]
+    # Only when asked for (an extension, see docs/explain.md).
+    explanation: Explanation | None = None
 
 
 EMPTY = CandidatesResult([], [])
@@ -91,7 +95,8 @@ def _room(snap: LiveSnapshot, p: int, rc: str, amount: int) -> bool:
 
 
 def _check_group(snap: LiveSnapshot, group: RequestGroup,
-                 classes: set[str], traits: set[str]) -> None:
+                 classes: set[str], traits: set[str],
+                 can_split: frozenset[str] = frozenset()) -> None:
     for rc in group.resources:
         if rc not in classes:
             raise errors.BadRequest(
@@ -114,6 +119,9 @@ def _check_group(snap: LiveSnapshot, group: RequestGroup,
             raise _NoCandidates
         tree_root = snap.root[i]
     for rc, amount in group.resources.items():
+        if rc in can_split and not group.suffix:
+            # Divided amounts need room on several providers, not on one.
+            continue
         if tree_root is None:
             holders: Iterable[int] = snap.by_rc.get(rc, ())
         else:
@@ -128,12 +136,13 @@ def _check_group(snap: LiveSnapshot, group: RequestGroup,
 
 def find(
     db: Database,
-    request: AllocationCandidatesRequest,
+    request: AllocationCandidatesRequest | ExtendedRequest,
     *,
     max_candidates: int = -1,
     strategy: str = "depth-first",
     randomize: bool = False,
     rng: random.Random | None = None,
+    explain_limit: int | None = None,
 ) -> CandidatesResult:
     """Candidates for ``request`` and the summaries of the providers around them.
 
@@ -141,8 +150,11 @@ def find(
     exist, in the order Placement checks them; where Placement gives up
     early with an empty answer (no provider in a member_of aggregate, an
     unknown in_tree provider, no room for some class at all), so do we,
-    before looking at the rest of the request.
+    before looking at the rest of the request.  With ``explain_limit`` the
+    result also says why up to that many trees yield nothing.
     """
+    ext = extensions.extend(request)
+    request = ext.base
     classes, traits = _named(request)
     with world_sync.current(db) as world:
         snap = world.snapshot
@@ -151,12 +163,22 @@ def find(
         try:
             _check_root_traits(snap, request, known_traits)
             for group in request.groups:
-                _check_group(snap, group, known_classes, known_traits)
+                _check_group(snap, group, known_classes, known_traits, ext.can_split)
         except _NoCandidates:
-            return EMPTY
-        candidates = list(search.find_candidates(
-            snap, request, max_candidates=max_candidates, strategy=strategy,
+            if explain_limit is None:
+                return EMPTY
+            return CandidatesResult([], [], explain(snap, ext, tree_limit=explain_limit))
+        candidates = list(extensions.find_candidates(
+            snap, ext, max_candidates=max_candidates, strategy=strategy,
             randomize=randomize, rng=rng))
+        explanation = None
+        if explain_limit is not None:
+            caps = [c for c in (request.limit, max_candidates) if c is not None and c >= 0]
+            # Trees can only have been cut off when the answer is full.
+            answered = ({c.anchor for c in candidates}
+                        if caps and len(candidates) >= min(caps) else None)
+            explanation = explain(snap, ext, tree_limit=explain_limit,
+                                  answered_roots=answered)
         uuids = search.provider_summary_uuids(
             snap, candidates, nested_aware=request.nested_aware)
         memo = world.memo("summary")
@@ -167,7 +189,7 @@ def find(
             if not isinstance(found, ProviderSummary) or found.revision != revision:
                 found = memo[uuid] = _summary(snap, uuid, world.names.trait_rank, revision)
             summaries.append(found)
-        return CandidatesResult(candidates, summaries)
+        return CandidatesResult(candidates, summaries, explanation)
 
 
 def _summary(snap: LiveSnapshot, uuid: str, trait_rank: Mapping[str, int],

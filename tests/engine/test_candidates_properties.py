@@ -260,16 +260,26 @@ class Oracle:
         return any(all(top in self.ancestors_or_self(q) for q in picks)
                    for top in picks)
 
+    def roots(self) -> list[str]:
+        return [u for u, rec in self.by.items() if rec.parent_uuid is None]
+
     def solve(self, req: AllocationCandidatesRequest) -> set:
+        results = set()
+        for r in self.roots():
+            results |= self.solve_root(req, r)
+        return results
+
+    def root_ok(self, req, r: str) -> bool:
+        rtraits = self.by[r].traits
+        return req.root_required <= rtraits and not req.root_forbidden & rtraits
+
+    def solve_root(self, req, r: str) -> set:
+        """Every candidate anchored at root ``r``."""
         for g in req.groups:
             if g.in_tree is not None and g.in_tree not in self.by:
                 return set()
         results = set()
-        roots = [u for u, rec in self.by.items() if rec.parent_uuid is None]
-        for r in roots:
-            rtraits = self.by[r].traits
-            if not req.root_required <= rtraits or req.root_forbidden & rtraits:
-                continue
+        if self.root_ok(req, r):
             choices = []   # per group: list of (tuple of (provider, rc, amount))
             for g in req.groups:
                 if g.suffix:
