@@ -29,7 +29,8 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from allotment.engine import extensions, search
+from allotment.engine import extensions
+from allotment.engine import plan as plan_mod
 from allotment.engine.extensions import ExtendedRequest
 from allotment.engine.request import AllocationCandidatesRequest, RequestGroup
 from allotment.engine.snapshot import CAPACITY, MAX_UNIT, MIN_UNIT, STEP_SIZE, Snapshot
@@ -112,7 +113,7 @@ def explain(
     failing: list[TreeReason] = []
     truncated = False
     # Resolving a group's aggregates and in_tree is the same for every tree.
-    resolved = [search._Group(snapshot, g) for g in ext.base.groups]
+    resolved = [plan_mod.Group(snapshot, g) for g in ext.base.groups]
     for r in snapshot.roots:
         if len(failing) >= tree_limit:
             truncated = True
@@ -136,7 +137,7 @@ def explain(
     return Explanation(examined, yielding, cut, tuple(failing), truncated, tuple(sharing))
 
 
-def _sharing_reason(snap: Snapshot, ext: ExtendedRequest, resolved: list[search._Group],
+def _sharing_reason(snap: Snapshot, ext: ExtendedRequest, resolved: list[plan_mod.Group],
                     s: int) -> TreeReason | None:
     """Why no group of the request can use sharing provider ``s``, or None.
 
@@ -179,7 +180,7 @@ class _Found(Exception):
         self.reason, self.group, self.details = reason, group, details
 
 
-def _diagnose(snap: Snapshot, ext: ExtendedRequest, resolved: list[search._Group],
+def _diagnose(snap: Snapshot, ext: ExtendedRequest, resolved: list[plan_mod.Group],
               r: int) -> TreeReason:
     try:
         _check_root(snap, ext, r)
@@ -260,7 +261,7 @@ def _unit_and_capacity(snap: Snapshot, found: list[int], suffix: str,
                    most_free)
 
 
-def _check_filters(snap: Snapshot, g: search._Group, group: RequestGroup,
+def _check_filters(snap: Snapshot, g: plan_mod.Group, group: RequestGroup,
                    found: list[int], member_test) -> list[int]:
     s = group.suffix
     for any_of in group.member_of:
@@ -282,14 +283,14 @@ def _check_filters(snap: Snapshot, g: search._Group, group: RequestGroup,
     return found
 
 
-def _check_suffixed(snap: Snapshot, g: search._Group, group: RequestGroup, r: int) -> None:
+def _check_suffixed(snap: Snapshot, g: plan_mod.Group, group: RequestGroup, r: int) -> None:
     s = group.suffix
     if g.never_matches() and g.resourceless:
         raise _Found("unmatchable", s)
     _check_suffixed_on(snap, g, group, _sources(snap, r))
 
 
-def _check_suffixed_on(snap: Snapshot, g: search._Group, group: RequestGroup,
+def _check_suffixed_on(snap: Snapshot, g: plan_mod.Group, group: RequestGroup,
                        found: list[int]) -> None:
     s = group.suffix
     for rc in sorted(group.resources):
@@ -303,7 +304,7 @@ def _check_suffixed_on(snap: Snapshot, g: search._Group, group: RequestGroup,
         found = _unit_and_capacity(snap, found, s, rc, amount)
 
 
-def _check_unsuffixed(snap: Snapshot, g: search._Group, group: RequestGroup, r: int,
+def _check_unsuffixed(snap: Snapshot, g: plan_mod.Group, group: RequestGroup, r: int,
                       can_split: frozenset[str] = frozenset()) -> None:
     pinned = g.tree_root is not None
     if r in g.banned:

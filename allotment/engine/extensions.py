@@ -32,7 +32,8 @@ import random
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from allotment.engine import search, split
+from allotment.engine import anchors, search, split
+from allotment.engine import plan as plan_mod
 from allotment.engine.request import AllocationCandidatesRequest
 from allotment.engine.snapshot import Snapshot
 
@@ -83,7 +84,7 @@ def extend(request: AllocationCandidatesRequest | ExtendedRequest) -> ExtendedRe
     return request if isinstance(request, ExtendedRequest) else ExtendedRequest(request)
 
 
-class _ExtPlan(search._Plan):
+class _ExtPlan(plan_mod.Plan):
     """The standard plan, visiting only roots the extension allows."""
 
     ext: ExtendedRequest
@@ -134,7 +135,7 @@ class _ExtPlan(search._Plan):
                 return False
         snap = self.snapshot
         for positive, negative in self.anti_pos:
-            top = search._lca(snap, {p for k in positive for p in chosen[k]})
+            top = anchors._lca(snap, {p for k in positive for p in chosen[k]})
             if top is None:
                 return False
             for k in negative:
@@ -162,7 +163,7 @@ def compile_plan(snapshot: Snapshot, ext: ExtendedRequest) -> _ExtPlan | None:
     if ext.can_split:
         base = dataclasses.replace(
             ext.base, groups=split.reduced_groups(ext.base, ext.can_split))
-        groups = [search._Group(snapshot, g) for g in base.groups]
+        groups = [plan_mod.Group(snapshot, g) for g in base.groups]
         # Built directly: what remains may be resourceless groups, or nothing.
         reduced = _ExtPlan(snapshot, base, groups)
         reduced.configure(dataclasses.replace(ext, base=base, can_split=frozenset()))
@@ -174,11 +175,11 @@ def anchor_results(plan: _ExtPlan, r: int,
                    rng: random.Random | None = None) -> Iterator[tuple]:
     """The standard search of one anchor, restricted to accepted assignments,
     then (with ``can_split``) the split candidates."""
-    for found in search._search_anchor(plan, r, rng):
+    for found in anchors.search_anchor(plan, r, rng):
         usage, chosen = found
         # Ready-made candidates come only from requests without suffixed
         # groups, which the group constraints cannot concern.
-        if usage is search._READY or plan.accepts(chosen):
+        if usage is anchors.READY or plan.accepts(chosen):
             yield found
     if plan.split is not None:
         yield from plan.split.results(r, anchor_results(plan.split.reduced, r, rng))

@@ -33,7 +33,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 
-from allotment.engine import search
+from allotment.engine import anchors, search
+from allotment.engine import plan as plan_mod
 from allotment.engine.request import AllocationCandidatesRequest, RequestGroup
 from allotment.engine.snapshot import CAPACITY, MAX_UNIT, MIN_UNIT, STEP_SIZE, Snapshot
 
@@ -43,7 +44,7 @@ _NO_USAGE: dict[str, int] = {}
 class SplitPlan:
     """What a request's ``can_split`` needs, resolved once per search."""
 
-    def __init__(self, snapshot: Snapshot, full: search._Plan, reduced: search._Plan,
+    def __init__(self, snapshot: Snapshot, full: plan_mod.Plan, reduced: plan_mod.Plan,
                  classes: list[tuple[str, int]]) -> None:
         self.snapshot = snapshot
         self.full = full
@@ -74,7 +75,7 @@ class SplitPlan:
         as the standard search would find them."""
         snap = self.snapshot
         out = []
-        for p in search._unsuffixed_options(self.full, self.unsuffixed, r, rc, amount):
+        for p in anchors._unsuffixed_options(self.full, self.unsuffixed, r, rc, amount):
             already = usage.get((p, rc), 0)
             if already:
                 lim = snap.inventory[p][rc]
@@ -135,7 +136,7 @@ class SplitPlan:
         snap = self.snapshot
         required = self.unsuffixed.required
         for usage, chosen in rest:
-            if usage is search._READY:
+            if usage is anchors.READY:
                 usage, chosen = _unpack(snap, chosen)
             base: list[list[int]] = [[] for _ in self.full.groups]
             for pos, picks in zip(self.positions, chosen, strict=True):
@@ -173,7 +174,7 @@ def reduced_groups(request: AllocationCandidatesRequest,
     return tuple(out)
 
 
-def make_plan(snapshot: Snapshot, full: search._Plan, reduced: search._Plan,
+def make_plan(snapshot: Snapshot, full: plan_mod.Plan, reduced: plan_mod.Plan,
               can_split: frozenset[str]) -> SplitPlan:
     u = full.request.group("")
     classes = sorted((rc, a) for rc, a in u.resources.items() if rc in can_split)
