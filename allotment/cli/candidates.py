@@ -3,6 +3,7 @@ command line, answered as "which host, which providers, how much"."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -86,6 +87,17 @@ def build_request(*, resources: str | None, required: tuple[str, ...],
             root_required=[t for t in (root_required or "").split(",") if t])
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
+
+
+def provider_names(client: PlacementClient) -> Callable[[str], str]:
+    """Provider UUID -> name, asking the service once per provider."""
+    names: dict[str, str] = {}
+
+    def name_of(uuid: str) -> str:
+        if uuid not in names:
+            names[uuid] = client.providers.get(uuid).name
+        return names[uuid]
+    return name_of
 
 
 def describe(client: PlacementClient, request: CandidatesRequest) -> list[dict[str, Any]]:

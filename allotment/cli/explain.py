@@ -1,7 +1,11 @@
-"""Why a candidates request fits nowhere, found by asking smaller requests.
+"""Why a candidates request fits nowhere.
 
-The service answers "no candidates" without saying which constraint emptied
-the answer; this narrows it down with ``limit=1`` probes: each group on its
+``server_explanation`` asks allotment's explain extension, which names for
+every host the first thing that ruled it out.  ``explain`` works with any
+Placement: it narrows the cause down by asking smaller requests.
+
+Upstream answers "no candidates" without saying which constraint emptied
+the answer; ``explain`` narrows it down with ``limit=1`` probes: each group on its
 own, then within a group its resource classes alone, then adding one filter
 at a time. Each probe is an ordinary request, so it works on any Placement.
 """
@@ -9,6 +13,8 @@ at a time. Each probe is an ordinary request, so it works on any Placement.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
+from typing import Any
 
 from allotment.client import CandidatesRequest, PlacementClient, RequestGroup
 
@@ -78,3 +84,35 @@ def explain(client: PlacementClient, request: CandidatesRequest) -> list[str]:
             return ["the groups fit only by sharing providers, which group_policy=isolate "
                     "forbids"]
     return ["every group fits on its own, but no tree satisfies all of them at once"]
+
+
+# What each reason of the explain extension means, with the fields that
+# give its numbers (docs/extensions/explain.md).
+_DETAIL_FIELDS = ("resource_class", "requested", "capacity", "used", "free_in_tree",
+                  "max_unit", "min_unit", "step_size", "trait", "traits", "aggregates",
+                  "forbidden_aggregates", "in_tree", "same_subtree", "group_policy",
+                  "isolate")
+
+
+def _reason_text(tree: dict[str, Any]) -> str:
+    group = tree.get("group")
+    where = f"group {group or '(unsuffixed)'}: " if group is not None else ""
+    details = ", ".join(f"{k}={tree[k]}" for k in _DETAIL_FIELDS if k in tree)
+    return f"{where}{tree['reason']}" + (f" ({details})" if details else "")
+
+
+def server_explanation(client: PlacementClient, request: CandidatesRequest,
+                       names: Callable[[str], str],
+                       explain_limit: int | None = None) -> list[dict[str, str]]:
+    """Per host, why it yields no candidate, as allotment's explain extension
+    says (one request; a service without the extension refuses it)."""
+    asked = dataclasses.replace(request, explain=True, explain_limit=explain_limit)
+    explanation = client.allocation_candidates.get(asked).explanation or {}
+    rows = [{"host": names(tree["root_provider_uuid"]),
+             "host_uuid": tree["root_provider_uuid"], "why": _reason_text(tree)}
+            for tree in explanation.get("trees", [])]
+    for sharing in explanation.get("sharing_providers", []):
+        uuid = sharing["provider_uuid"]
+        rows.append({"host": f"{names(uuid)} (sharing)", "host_uuid": uuid,
+                     "why": _reason_text(sharing)})
+    return rows

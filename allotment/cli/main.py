@@ -16,7 +16,7 @@ import click
 
 from allotment.cli import candidates as cand
 from allotment.cli.connect import make_client
-from allotment.cli.explain import explain
+from allotment.cli.explain import explain, server_explanation
 from allotment.cli.output import FORMATS, bar, emit
 from allotment.client import LATEST, ApiError, ClientError, PlacementClient
 from allotment.client import report as reports
@@ -87,15 +87,28 @@ def cli(ctx: click.Context, url, token, cloud, database_url, microversion, heade
               help="When nothing fits, find out which part of the request rules every "
                    "host out (by asking smaller requests). json/yaml output becomes "
                    "{candidates, why}.")
+@click.option("--explain", "explain_hosts", type=click.IntRange(1, 1000), metavar="N",
+              help="Ask allotment's explain extension why each host (up to N) yields "
+                   "no candidate. json/yaml output becomes {candidates, explanation}.")
 @click.pass_obj
 def candidates_cmd(obj: _Lazy, resources, required, member_of, in_tree, groups,
-                   group_policy, same_subtree, root_required, limit, why) -> None:
+                   group_policy, same_subtree, root_required, limit, why,
+                   explain_hosts) -> None:
     """Which hosts and providers could satisfy a request, and how much of each."""
     request = cand.build_request(
         resources=resources, required=required, member_of=member_of, in_tree=in_tree,
         groups=groups, group_policy=group_policy, same_subtree=same_subtree,
         root_required=root_required, limit=limit)
     found = cand.describe(obj.client, request)
+    if explain_hosts:
+        names = cand.provider_names(obj.client)
+        rows = server_explanation(obj.client, request, names, explain_limit=explain_hosts)
+        tables = [("", ["#", "host", "provider", "resources", "groups"],
+                   cand.table_rows(found)),
+                  ("", ["host", "why it yields no candidate"],
+                   [[r["host"], r["why"]] for r in rows])]
+        emit(obj.format, {"candidates": found, "explanation": rows}, tables)
+        return
     reasons = explain(obj.client, request) if why and not found else []
     tables = [("", ["#", "host", "provider", "resources", "groups"], cand.table_rows(found))]
     if reasons:

@@ -256,3 +256,27 @@ def test_why_is_empty_when_something_fits(live, capsys):
     assert code == 0 and answer["candidates"] and answer["why"] == []
     code, out, _ = run(live, capsys, "candidates", "--why", "-r", "VCPU:64", fmt="table")
     assert code == 0 and "why nothing fits" in out and "64 VCPU" in out
+
+
+def test_explain_names_why_each_host_yields_nothing(live, capsys):
+    code, out, err = run(live, capsys, "candidates", "--explain", "10", "-r", "VCPU:64")
+    assert code == 0, err
+    answer = json.loads(out)
+    assert answer["candidates"] == []
+    by_host = {row["host"]: row["why"] for row in answer["explanation"]}
+    # Both compute hosts have VCPU, neither has 64 free.
+    for host in ("compute-1", "compute-2"):
+        assert by_host[host].startswith("group (unsuffixed): capacity"), by_host
+        assert "requested=64" in by_host[host]
+    code, out, _ = run(live, capsys, "candidates", "--explain", "10", "-r", "VCPU:64",
+                       fmt="table")
+    assert code == 0 and "why it yields no candidate" in out and "compute-2" in out
+
+
+def test_explain_alongside_candidates(live, capsys):
+    code, out, _ = run(live, capsys, "candidates", "--explain", "5", "-r", "VGPU:1")
+    answer = json.loads(out)
+    assert answer["candidates"] and answer["candidates"][0]["host"] == "compute-1"
+    # compute-2 has no VGPU at all.
+    assert any(row["host"] == "compute-2" and "no_inventory" in row["why"]
+               for row in answer["explanation"])
