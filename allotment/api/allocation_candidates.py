@@ -48,10 +48,12 @@ def _summary_body(s: service.ProviderSummary, requested: frozenset[str] | None,
     return body
 
 
-# Encoded summaries by (summary revision, what the microversion shows): a
-# provider's summary is the same from one request to the next until it
-# changes, and most of a big answer is summaries.
-_ENCODED: dict[tuple, orjson.Fragment] = {}
+# Encoded summaries by (provider, what the microversion shows), with the
+# summary revision they were made at: a provider's summary is the same from
+# one request to the next until it changes, and most of a big answer is
+# summaries.  Keyed by provider, not by revision, so that a new revision
+# replaces the old one instead of piling up beside it (every claim makes one).
+_ENCODED: dict[tuple, tuple[tuple, orjson.Fragment]] = {}
 _ENCODED_MAX = 200_000
 
 
@@ -68,11 +70,13 @@ def _summaries(summaries: list[service.ProviderSummary],
         if not s.revision:
             result[s.uuid] = _summary_body(s, requested, want)
             continue
-        key = (s.revision, shape)
-        encoded = _ENCODED.get(key)
-        if encoded is None:
-            encoded = _ENCODED[key] = orjson.Fragment(
-                orjson.dumps(_summary_body(s, requested, want)))
+        key = (s.uuid, shape)
+        cached = _ENCODED.get(key)
+        if cached is not None and cached[0] == s.revision:
+            encoded = cached[1]
+        else:
+            encoded = orjson.Fragment(orjson.dumps(_summary_body(s, requested, want)))
+            _ENCODED[key] = (s.revision, encoded)
         result[s.uuid] = encoded
     return result
 

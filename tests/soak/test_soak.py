@@ -7,8 +7,9 @@ told succeeded is there and every refused one is not, the in-memory world
 agrees with the tables, and no worker grew by more than MEMORY_BOUND_MB.
 
 The suite runs a short version; ``scripts/soak`` the long one
-(``ALLOTMENT_SOAK_SECONDS``, ``ALLOTMENT_SOAK_CLIENTS``), which also writes
-what it measured to ``ALLOTMENT_SOAK_REPORT``.
+(``ALLOTMENT_SOAK_SECONDS``, ``ALLOTMENT_SOAK_CLIENTS``), which also
+requires ``ALLOTMENT_SOAK_MIN_CLAIMS`` claims per database and writes what
+it measured to ``ALLOTMENT_SOAK_REPORT``.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ pytestmark = pytest.mark.slow
 SECONDS = float(os.environ.get("ALLOTMENT_SOAK_SECONDS", "10"))
 CLIENTS = int(os.environ.get("ALLOTMENT_SOAK_CLIENTS", "8"))
 REPORT = os.environ.get("ALLOTMENT_SOAK_REPORT")
+# The long run must also have claimed at least this much (scripts/soak: 10,000).
+MIN_CLAIMS = int(os.environ.get("ALLOTMENT_SOAK_MIN_CLAIMS", "0"))
 WORKERS = 4
 # Growth of any one worker's resident memory from after warm-up to the end.
 MEMORY_BOUND_MB = 64
@@ -91,4 +94,5 @@ def test_sustained_mixed_load(soak_server):
             out.write(json.dumps(report) + "\n")
     assert not failures, failures
     assert result["claims_ok"] > 0
+    assert result["claims"] >= MIN_CLAIMS, "too few claims: run longer"
     assert growth <= MEMORY_BOUND_MB, (before, after)
