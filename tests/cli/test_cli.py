@@ -276,6 +276,7 @@ def test_explain_names_why_each_host_yields_nothing(live, capsys):
 def test_explain_alongside_candidates(live, capsys):
     code, out, _ = run(live, capsys, "candidates", "--explain", "5", "-r", "VGPU:1")
     answer = json.loads(out)
+    assert code == 0
     assert answer["candidates"] and answer["candidates"][0]["host"] == "compute-1"
     # compute-2 has no VGPU at all.
     assert any(row["host"] == "compute-2" and "no_inventory" in row["why"]
