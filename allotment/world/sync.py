@@ -215,6 +215,11 @@ class Replica:
         for e in entries:
             roots.update(e.roots)
             names_changed = names_changed or e.names
+        # Providers new to the world are read whole, usage and generation
+        # included.  Notes about their ids are skipped: an id freed by a
+        # deleted provider may be given to a new one (SQLite reuses the
+        # highest), and notes about the old provider must not reach the new.
+        fresh: set[int] = set()
         if roots or names_changed:
             names = (Names(store.class_names(conn), store.trait_ids(conn))
                      if names_changed else world.names)
@@ -225,12 +230,16 @@ class Replica:
                 return
             world.set_names(names)
             if roots:
+                fresh = {pid for pid, p in loaded.items()
+                         if world.uuid_of_id.get(pid) != p["uuid"]}
                 world.replace_trees(roots, loaded)
+                if fresh:
+                    world.set_usage(fresh, store.usage(conn, fresh))
         for e in entries:
             if e.usage:
-                world.add_usage(e.usage)
+                world.add_usage(d for d in e.usage if d[0] not in fresh)
             if e.generations:
-                world.touch(e.generations)
+                world.touch(g for g in e.generations if g[0] not in fresh)
 
 
 _REPLICAS: weakref.WeakKeyDictionary[Database, Replica] = weakref.WeakKeyDictionary()

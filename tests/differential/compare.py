@@ -35,6 +35,15 @@ def candidates(answer: dict) -> set[Candidate]:
     return out
 
 
+def canonical(answer: object) -> object:
+    """Lists become sorted tuples: upstream's list orders are unspecified."""
+    if isinstance(answer, dict):
+        return {k: canonical(v) for k, v in answer.items()}
+    if isinstance(answer, list):
+        return tuple(sorted((canonical(v) for v in answer), key=repr))
+    return answer
+
+
 def summaries(answer: dict) -> dict:
     out = {}
     for rp, s in answer.get("provider_summaries", {}).items():
@@ -98,7 +107,11 @@ def compare(up: Exchange, al: Exchange, *, up_all: Exchange | None = None,
         if error_codes(up.answer) != error_codes(al.answer):
             return f"error codes {error_codes(up.answer)} != {error_codes(al.answer)}"
         return None
-    if up.method != "GET" or not up.path.startswith("/allocation_candidates"):
+    if up.method != "GET":
+        return None
+    if not up.path.startswith("/allocation_candidates"):
+        if canonical(up.answer) != canonical(al.answer):
+            return "answers differ"
         return None
     if limit is None:
         return _compare_full(up.answer, al.answer, unsuffixed or {}, sharing)

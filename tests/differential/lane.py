@@ -91,7 +91,8 @@ def run_scenario(scenario: list, upstream_url: str,
 
 def _script(log: list[Exchange], last: Exchange) -> str:
     lines = ["#!/usr/bin/env bash", "URL=${URL:-http://127.0.0.1:8778}"]
-    for ex in log[:log.index(last) + 1]:
+    end = next(i for i, ex in enumerate(log) if ex is last)
+    for ex in log[:end + 1]:
         if ex.method == "GET" and ex is not last:
             continue
         lines.append(ex.curl())

@@ -73,6 +73,14 @@ class DeleteProvider:
 
 
 @dataclass(frozen=True)
+class Read:
+    """Any other ``GET``: ``path`` may name ``@providerN`` or ``@project``."""
+
+    version: str
+    path: str
+
+
+@dataclass(frozen=True)
 class Query:
     """``GET /allocation_candidates`` with ``params`` at ``version``."""
 
@@ -190,6 +198,41 @@ def queries(draw, aggs: dict[str, str], providers: int = 8) -> Query:
 
 
 @st.composite
+def reads(draw, aggs: dict[str, str]) -> Read:
+    """Provider listings with filters, usages, traits and aggregates."""
+    version = draw(st.sampled_from(("1.0", "1.3", "1.4", "1.14", "1.18", "1.22", "1.31",
+                                    "1.38", "1.39")))
+    n = draw(st.integers(0, 8))
+    kind = draw(st.sampled_from(("list", "list", "list", "usages", "project", "traits",
+                                 "aggregates", "inventories", "allocations")))
+    if kind == "usages":
+        return Read(version, f"/resource_providers/@provider{n}/usages")
+    if kind == "project":
+        return Read(version, "/usages?project_id=@project")
+    if kind == "traits":
+        return Read(version, f"/resource_providers/@provider{n}/traits")
+    if kind == "aggregates":
+        return Read(version, f"/resource_providers/@provider{n}/aggregates")
+    if kind == "inventories":
+        return Read(version, f"/resource_providers/@provider{n}/inventories")
+    if kind == "allocations":
+        return Read(version, f"/resource_providers/@provider{n}/allocations")
+    params = []
+    if draw(st.booleans()):
+        classes = draw(st.lists(st.sampled_from(CLASSES * 4 + STRANGE_CLASSES),
+                                min_size=1, max_size=2, unique=True))
+        params.append("resources=" + ",".join(f"{rc}:{draw(st.sampled_from((1, 2, 64)))}"
+                                              for rc in classes))
+    if draw(st.integers(0, 2)) == 0:
+        params.append("required=" + draw(_trait_expr((1, 39) if version == "1.39" else (1, 22))))
+    if draw(st.integers(0, 3)) == 0:
+        params.append("member_of=" + aggs[draw(st.sampled_from(AGGREGATES))])
+    if draw(st.integers(0, 4)) == 0:
+        params.append(f"in_tree=@provider{n}")
+    return Read(version, "/resource_providers" + ("?" + "&".join(params) if params else ""))
+
+
+@st.composite
 def scenarios(draw) -> list:
     """Writes building a world, then reads against it, interleaved."""
     from tests.differential.replay import AGGREGATE_UUIDS
@@ -232,7 +275,8 @@ def scenarios(draw) -> list:
         if draw(st.integers(0, 3)) == 0:
             ops.append(SetTraits(pool, ("CUSTOM_GOLD",)))
     ops += draw(st.lists(_writes(), max_size=10))
-    reads = draw(st.lists(queries(AGGREGATE_UUIDS), min_size=1, max_size=6))
-    for q in reads:
+    asked = draw(st.lists(st.one_of(queries(AGGREGATE_UUIDS), queries(AGGREGATE_UUIDS),
+                                    reads(AGGREGATE_UUIDS)), min_size=1, max_size=8))
+    for q in asked:
         ops.insert(draw(st.integers(len(ops) // 2, len(ops))), q)
     return ops

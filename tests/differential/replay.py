@@ -8,6 +8,7 @@ reported.
 
 from __future__ import annotations
 
+import itertools
 import json
 import uuid
 from dataclasses import dataclass, field
@@ -171,6 +172,15 @@ class Replay:
 
     def _Query(self, op: O.Query) -> Exchange:
         return self.call("GET", self.query_path(op.params), version=op.version)
+
+    def _Read(self, op: O.Read) -> Exchange:
+        path = op.path.replace("@project", self.uuid("project", 0))
+        if "@provider" in path:
+            head, _, rest = path.partition("@provider")
+            digits = "".join(itertools.takewhile(str.isdigit, rest))
+            rp = self.provider(int(digits)) or "ffffffff-ffff-ffff-ffff-ffffffffffff"
+            path = head + rp + rest[len(digits):]
+        return self.call("GET", path, version=op.version)
 
     def query_path(self, params) -> str:
         parts = []
