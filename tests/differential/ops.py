@@ -63,6 +63,15 @@ class Allocate:
 
 
 @dataclass(frozen=True)
+class Reshape:
+    """``POST /reshaper``: new inventories for some providers, at once, and
+    every consumer's allocations as they are (or moved to ``target``)."""
+
+    inventories: tuple[tuple[int, tuple[tuple[str, tuple], ...]], ...]
+    move_to: int | None = None
+
+
+@dataclass(frozen=True)
 class Free:
     consumer: int
 
@@ -118,6 +127,10 @@ def _writes() -> st.SearchStrategy:
             st.tuples(ref, st.sampled_from(CLASSES), st.sampled_from((1, 2, 4, 64))),
             min_size=1, max_size=2).map(tuple)),
         st.builds(Free, consumer=st.integers(0, 10)),
+        st.builds(Reshape, inventories=st.lists(st.tuples(ref, st.lists(
+            st.tuples(st.sampled_from(CLASSES), _inventory()), max_size=2,
+            unique_by=lambda t: t[0]).map(tuple)), min_size=1, max_size=2).map(tuple),
+            move_to=st.none() | ref),
         st.builds(DeleteProvider, provider=ref),
     )
 
