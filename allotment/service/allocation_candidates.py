@@ -8,6 +8,7 @@ and held still while the request looks at it.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from allotment.engine import extensions, search
 from allotment.engine.explain import Explanation, explain
 from allotment.engine.extensions import ExtendedRequest
 from allotment.engine.live import LiveSnapshot
+from allotment.engine.plan import Group
 from allotment.engine.request import AllocationCandidatesRequest, RequestGroup
 from allotment.engine.snapshot import CAPACITY, MAX_UNIT, MIN_UNIT, STEP_SIZE
 from allotment.storage.db import Database
@@ -130,6 +132,19 @@ def _check_group(snap: LiveSnapshot, group: RequestGroup,
             raise _NoCandidates
 
 
+def _alone_matches_nothing(snap: LiveSnapshot, request: AllocationCandidatesRequest,
+                           group: RequestGroup) -> bool:
+    """Whether ``group``, searched on its own (as Placement searches each
+    group before combining them), has no candidate."""
+    if group.resourceless:
+        # Only its traits and aggregates pick providers (in any tree).
+        g = Group(snap, group)
+        return g.never_matches() or not any(g.single_ok(snap, p) for p in snap.index.values())
+    alone = dataclasses.replace(request, groups=(group,), group_policy=None,
+                                same_subtrees=(), limit=None, nested_aware=True)
+    return next(search.find_candidates(snap, alone), None) is None
+
+
 # ---------------------------------------------------------------------------
 # The use case
 
@@ -162,8 +177,17 @@ def find(
         known_traits = {t for t in traits if t in world.names.trait_rank}
         try:
             _check_root_traits(snap, request, known_traits)
-            for group in request.groups:
-                _check_group(snap, group, known_classes, known_traits, ext.can_split)
+            for k, group in enumerate(request.groups):
+                try:
+                    _check_group(snap, group, known_classes, known_traits, ext.can_split)
+                except errors.BadRequest:
+                    # Placement searches each group before it looks at the
+                    # names of the next: an earlier group matching nothing
+                    # on its own ends the request before this name is met.
+                    if any(_alone_matches_nothing(snap, request, g)
+                           for g in request.groups[:k]):
+                        raise _NoCandidates from None
+                    raise
         except _NoCandidates:
             if explain_limit is None:
                 return EMPTY

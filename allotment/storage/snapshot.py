@@ -111,12 +111,17 @@ _USAGE = (
     .group_by(allocations.c.resource_provider_id, allocations.c.resource_class_id))
 
 
-def usage(conn: Connection) -> list[tuple[int, int, int]]:
-    """``(provider id, class id, used)`` for every allocated pair.
+def usage(conn: Connection, provider_ids: Iterable[int] | None = None
+          ) -> list[tuple[int, int, int]]:
+    """``(provider id, class id, used)`` for every allocated pair (of the
+    providers ``provider_ids``, if given).
 
     One GROUP BY over allocations, answered from the (provider, class) index.
     """
-    return [(p, c, int(used)) for p, c, used in conn.execute(_USAGE)]
+    query = _USAGE
+    if provider_ids is not None:
+        query = query.where(allocations.c.resource_provider_id.in_(sorted(set(provider_ids))))
+    return [(p, c, int(used)) for p, c, used in conn.execute(query)]
 
 
 _CLASSES = sa.select(resource_classes.c.id, resource_classes.c.name)

@@ -163,6 +163,23 @@ class World:
     def add_usage(self, deltas: Iterable[tuple[int, int, int]]) -> None:
         self.snapshot.add_usage(self._usage_deltas(deltas))
 
+    def set_usage(self, provider_ids: Iterable[int],
+                  used: Iterable[tuple[int, int, int]]) -> None:
+        """The usage of these providers is now exactly ``used``
+        (``(provider id, class id, amount)``; pairs not named hold nothing)."""
+        snap = self.snapshot
+        wanted: dict[tuple[str, str], int] = {
+            (uuid, rc): amount for uuid, rc, amount in self._usage_deltas(used)}
+        deltas = []
+        for pid in provider_ids:
+            uuid = self.uuid_of_id.get(pid)
+            if uuid is None:
+                continue
+            for rc, amount in snap.used.get(uuid, {}).items():
+                deltas.append((uuid, rc, wanted.pop((uuid, rc), 0) - amount))
+        deltas.extend((uuid, rc, amount) for (uuid, rc), amount in wanted.items())
+        snap.add_usage(deltas)
+
     def touch(self, generations: Iterable[tuple[int, int, datetime.datetime]]) -> None:
         """A write moved these providers' generations, and ``updated_at`` with them.
 

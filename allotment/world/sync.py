@@ -227,6 +227,11 @@ class Replica:
         for e in entries:
             roots.update(e.roots)
             names_changed = names_changed or e.names
+        # Providers new to the world are read whole, usage and generation
+        # included.  Notes about their ids are skipped: an id freed by a
+        # deleted provider may be given to a new one (SQLite reuses the
+        # highest), and notes about the old provider must not reach the new.
+        fresh: set[int] = set()
         if roots or names_changed:
             names = (Names(store.class_names(conn), store.trait_ids(conn))
                      if names_changed else world.names)
@@ -237,12 +242,16 @@ class Replica:
                 return
             world.set_names(names)
             if roots:
+                fresh = {pid for pid, p in loaded.items()
+                         if world.uuid_of_id.get(pid) != p["uuid"]}
                 world.replace_trees(roots, loaded)
+                if fresh:
+                    world.set_usage(fresh, store.usage(conn, fresh))
         else:
             loaded = {}
         for e in entries:
             if e.usage:
-                world.add_usage(e.usage)
+                world.add_usage(d for d in e.usage if d[0] not in fresh)
             if e.generations:
                 # A reloaded provider's generation is already the one of this
                 # snapshot.  Its id may even have belonged to another provider

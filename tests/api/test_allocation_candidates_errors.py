@@ -189,3 +189,24 @@ def test_lower_case_names_follow_the_same_order(api):
     resp = api.get(f"/allocation_candidates?{refused}")
     assert resp.status == 400
     assert "No such trait(s): hw_cpu_x86_avx2." in resp.error()["detail"]
+
+
+def test_an_earlier_group_matching_nothing_on_its_own_ends_the_request(api):
+    """Placement searches each group, in query order, before looking at the
+    names of the next one."""
+    w = World(api)
+    w.add("cn", inv={"VCPU": 8}, aggs=["B"])
+    w.add("cn_gpu", parent="cn", inv={"VGPU": 4})
+    # The unsuffixed group passes every check on names and room, but its
+    # search finds nothing: the host is in the forbidden aggregate.
+    query = w.query("resources=VCPU:1&member_of=!{B}&resources1=VGPU:1"
+                    "&required1=CUSTOM_NOWHERE&group_policy=none")
+    resp = w.get(query)
+    assert resp.json == {"allocation_requests": [], "provider_summaries": {}}
+    # The same names, with the first group matching something: refused.
+    query = w.query("resources=VCPU:1&resources1=VGPU:1&required1=CUSTOM_NOWHERE"
+                    "&group_policy=none")
+    assert "No such trait(s): CUSTOM_NOWHERE." in w.get(query, status=400).error()["detail"]
+    # Suffixed groups are searched alone too, each before the next.
+    query = "resources1=VGPU:8&resources2=VCPU:1&required2=CUSTOM_NOWHERE&group_policy=none"
+    assert w.get(query).json["allocation_requests"] == []

@@ -43,6 +43,20 @@ def _unsuffixed(params) -> dict[str, int]:
     return {}
 
 
+def _requested(params) -> dict[str, int]:
+    """Total amount per class over every group."""
+    totals: dict[str, int] = {}
+    for key, value in params:
+        if key.startswith("resources"):
+            try:
+                for part in value.split(","):
+                    rc, n = part.split(":")
+                    totals[rc] = totals.get(rc, 0) + int(n)
+            except ValueError:
+                return {}
+    return totals
+
+
 def _limit(params) -> int | None:
     for key, value in params:
         if key == "limit":
@@ -76,7 +90,8 @@ def run_scenario(scenario: list, upstream_url: str,
                     extra = {"up_all": up.apply(O.Query(op.version, unlimited)),
                              "al_all": al.apply(O.Query(op.version, unlimited))}
                 problem = compare(ex_up, ex_al, unsuffixed=_unsuffixed(op.params),
-                                  sharing=up.sharing, limit=limit, **extra)
+                                  sharing=up.sharing, limit=limit,
+                                  requested=_requested(op.params), **extra)
             else:
                 problem = compare(ex_up, ex_al)
             compared += len(up.log) - start
@@ -91,7 +106,8 @@ def run_scenario(scenario: list, upstream_url: str,
 
 def _script(log: list[Exchange], last: Exchange) -> str:
     lines = ["#!/usr/bin/env bash", "URL=${URL:-http://127.0.0.1:8778}"]
-    for ex in log[:log.index(last) + 1]:
+    end = next(i for i, ex in enumerate(log) if ex is last)
+    for ex in log[:end + 1]:
         if ex.method == "GET" and ex is not last:
             continue
         lines.append(ex.curl())

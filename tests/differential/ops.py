@@ -63,6 +63,15 @@ class Allocate:
 
 
 @dataclass(frozen=True)
+class Reshape:
+    """``POST /reshaper``: new inventories for some providers, at once, and
+    every consumer's allocations as they are (or moved to ``target``)."""
+
+    inventories: tuple[tuple[int, tuple[tuple[str, tuple], ...]], ...]
+    move_to: int | None = None
+
+
+@dataclass(frozen=True)
 class Free:
     consumer: int
 
@@ -70,6 +79,14 @@ class Free:
 @dataclass(frozen=True)
 class DeleteProvider:
     provider: int
+
+
+@dataclass(frozen=True)
+class Read:
+    """Any other ``GET``: ``path`` may name ``@providerN`` or ``@project``."""
+
+    version: str
+    path: str
 
 
 @dataclass(frozen=True)
@@ -110,6 +127,10 @@ def _writes() -> st.SearchStrategy:
             st.tuples(ref, st.sampled_from(CLASSES), st.sampled_from((1, 2, 4, 64))),
             min_size=1, max_size=2).map(tuple)),
         st.builds(Free, consumer=st.integers(0, 10)),
+        st.builds(Reshape, inventories=st.lists(st.tuples(ref, st.lists(
+            st.tuples(st.sampled_from(CLASSES), _inventory()), max_size=2,
+            unique_by=lambda t: t[0]).map(tuple)), min_size=1, max_size=2).map(tuple),
+            move_to=st.none() | ref),
         st.builds(DeleteProvider, provider=ref),
     )
 
@@ -190,6 +211,41 @@ def queries(draw, aggs: dict[str, str], providers: int = 8) -> Query:
 
 
 @st.composite
+def reads(draw, aggs: dict[str, str]) -> Read:
+    """Provider listings with filters, usages, traits and aggregates."""
+    version = draw(st.sampled_from(("1.0", "1.3", "1.4", "1.14", "1.18", "1.22", "1.31",
+                                    "1.38", "1.39")))
+    n = draw(st.integers(0, 8))
+    kind = draw(st.sampled_from(("list", "list", "list", "usages", "project", "traits",
+                                 "aggregates", "inventories", "allocations")))
+    if kind == "usages":
+        return Read(version, f"/resource_providers/@provider{n}/usages")
+    if kind == "project":
+        return Read(version, "/usages?project_id=@project")
+    if kind == "traits":
+        return Read(version, f"/resource_providers/@provider{n}/traits")
+    if kind == "aggregates":
+        return Read(version, f"/resource_providers/@provider{n}/aggregates")
+    if kind == "inventories":
+        return Read(version, f"/resource_providers/@provider{n}/inventories")
+    if kind == "allocations":
+        return Read(version, f"/resource_providers/@provider{n}/allocations")
+    params = []
+    if draw(st.booleans()):
+        classes = draw(st.lists(st.sampled_from(CLASSES * 4 + STRANGE_CLASSES),
+                                min_size=1, max_size=2, unique=True))
+        params.append("resources=" + ",".join(f"{rc}:{draw(st.sampled_from((1, 2, 64)))}"
+                                              for rc in classes))
+    if draw(st.integers(0, 2)) == 0:
+        params.append("required=" + draw(_trait_expr((1, 39) if version == "1.39" else (1, 22))))
+    if draw(st.integers(0, 3)) == 0:
+        params.append("member_of=" + aggs[draw(st.sampled_from(AGGREGATES))])
+    if draw(st.integers(0, 4)) == 0:
+        params.append(f"in_tree=@provider{n}")
+    return Read(version, "/resource_providers" + ("?" + "&".join(params) if params else ""))
+
+
+@st.composite
 def scenarios(draw) -> list:
     """Writes building a world, then reads against it, interleaved."""
     from tests.differential.replay import AGGREGATE_UUIDS
@@ -232,7 +288,8 @@ def scenarios(draw) -> list:
         if draw(st.integers(0, 3)) == 0:
             ops.append(SetTraits(pool, ("CUSTOM_GOLD",)))
     ops += draw(st.lists(_writes(), max_size=10))
-    reads = draw(st.lists(queries(AGGREGATE_UUIDS), min_size=1, max_size=6))
-    for q in reads:
+    asked = draw(st.lists(st.one_of(queries(AGGREGATE_UUIDS), queries(AGGREGATE_UUIDS),
+                                    reads(AGGREGATE_UUIDS)), min_size=1, max_size=8))
+    for q in asked:
         ops.insert(draw(st.integers(len(ops) // 2, len(ops))), q)
     return ops

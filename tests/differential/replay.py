@@ -8,6 +8,7 @@ reported.
 
 from __future__ import annotations
 
+import itertools
 import json
 import uuid
 from dataclasses import dataclass, field
@@ -33,10 +34,13 @@ class Exchange:
     status: int
     answer: object
 
+    roles: str | None = None
+
     def curl(self) -> str:
         data = ("" if self.body is None else
                 f" -H 'content-type: application/json' -d '{json.dumps(self.body)}'")
-        return (f"curl -s -X {self.method} -H 'x-auth-token: admin' "
+        role = f" -H 'x-roles: {self.roles}'" if self.roles else ""
+        return (f"curl -s -X {self.method} -H 'x-auth-token: admin'{role} "
                 f"-H 'openstack-api-version: placement {self.version}'{data} "
                 f"\"$URL\"'{self.path}'")
 
@@ -58,17 +62,19 @@ class Replay:
     # -- HTTP ------------------------------------------------------------------
 
     def call(self, method: str, path: str, body: object = None,
-             version: str = WRITE_VERSION) -> Exchange:
+             version: str = WRITE_VERSION, roles: str | None = None) -> Exchange:
         headers = {"X-Auth-Token": "admin",
                    "OpenStack-API-Version": f"placement {version}",
                    "Accept": "application/json"}
+        if roles:
+            headers["X-Roles"] = roles
         resp = self.session.request(method, self.url + path, json=body, headers=headers,
                                     timeout=300)
         try:
             answer = resp.json() if resp.content else None
         except ValueError:
             answer = resp.text
-        ex = Exchange(method, path, version, body, resp.status_code, answer)
+        ex = Exchange(method, path, version, body, resp.status_code, answer, roles)
         self.log.append(ex)
         return ex
 
@@ -154,6 +160,39 @@ class Replay:
             self.consumers.append(consumer)
         return ex
 
+    def _Reshape(self, op: O.Reshape) -> Exchange | None:
+        if not self.providers:
+            return None
+        inventories = {}
+        for ref, invs in op.inventories:
+            rp = self.provider(ref)
+            inventories[rp] = {
+                "resource_provider_generation": self.generation(rp),
+                "inventories": {
+                    rc: {"total": t, "reserved": r, "min_unit": lo, "max_unit": hi,
+                         "step_size": step, "allocation_ratio": ratio}
+                    for rc, (t, r, lo, hi, step, ratio) in invs}}
+        allocations = {}
+        target = None if op.move_to is None else self.provider(op.move_to)
+        for consumer in self.consumers:
+            ex = self.call("GET", f"/allocations/{consumer}")
+            if ex.status != 200 or not ex.answer.get("allocations"):
+                continue
+            held: dict[str, dict] = {}
+            for rp, a in ex.answer["allocations"].items():
+                dest = held.setdefault(target or rp, {"resources": {}})["resources"]
+                for rc, n in a["resources"].items():
+                    dest[rc] = dest.get(rc, 0) + n
+            allocations[consumer] = {
+                "allocations": held, "project_id": ex.answer["project_id"],
+                "user_id": ex.answer["user_id"],
+                "consumer_generation": ex.answer["consumer_generation"],
+                "consumer_type": ex.answer.get("consumer_type", "INSTANCE")}
+        # Only services may reshape.
+        return self.call("POST", "/reshaper", {"inventories": inventories,
+                                               "allocations": allocations},
+                         roles="admin,member,reader,service")
+
     def _Free(self, op: O.Free) -> Exchange | None:
         if not self.consumers:
             return None
@@ -171,6 +210,15 @@ class Replay:
 
     def _Query(self, op: O.Query) -> Exchange:
         return self.call("GET", self.query_path(op.params), version=op.version)
+
+    def _Read(self, op: O.Read) -> Exchange:
+        path = op.path.replace("@project", self.uuid("project", 0))
+        if "@provider" in path:
+            head, _, rest = path.partition("@provider")
+            digits = "".join(itertools.takewhile(str.isdigit, rest))
+            rp = self.provider(int(digits)) or "ffffffff-ffff-ffff-ffff-ffffffffffff"
+            path = head + rp + rest[len(digits):]
+        return self.call("GET", path, version=op.version)
 
     def query_path(self, params) -> str:
         parts = []

@@ -60,3 +60,23 @@ def test_without_a_suffixed_group_both_answer_alike(services):
     ex_up, ex_al, sharing = replay_both(services, world, query)
     assert ex_up.status == 200 and len(ex_up.answer["allocation_requests"]) == 6
     assert compare(ex_up, ex_al, unsuffixed=_unsuffixed(query.params), sharing=sharing) is None
+
+
+def test_isolate_can_count_a_group_twice_upstream(services):
+    # A host with VCPU and MEMORY_MB and a NUMA child with one of each:
+    # asking for VCPU:1,MEMORY_MB:1 plus an isolated VCPU:2 group.
+    one = (1, 0, 1, 1, 1, 1.0)
+    world = [O.Provider(None),
+             O.SetInventory(0, (("VCPU", (4096, 0, 1, 4096, 1, 1.0)), ("MEMORY_MB", one))),
+             O.Provider(0), O.SetInventory(1, (("VCPU", one), ("MEMORY_MB", one)))]
+    query = O.Query("1.29", (("resources", "VCPU:1,MEMORY_MB:1"), ("resources2", "VCPU:2"),
+                             ("group_policy", "isolate")))
+    ex_up, ex_al, _ = replay_both(services, world, query)
+    totals = [sum(n for flat in [c] for _, rc, n in flat[0] if rc == "VCPU")
+              for c in candidates(ex_al.answer)]
+    assert totals and all(t == 3 for t in totals)
+    before = KNOWN["isolate amounts counted twice"]
+    problem = compare(ex_up, ex_al, requested={"VCPU": 3, "MEMORY_MB": 1})
+    assert problem is None
+    if candidates(ex_up.answer) != candidates(ex_al.answer):
+        assert KNOWN["isolate amounts counted twice"] == before + 1
