@@ -24,7 +24,8 @@ ROUTE_URLS = [
     f"/resource_providers/{RP}/inventories", f"/resource_providers/{RP}/inventories/VCPU",
     f"/resource_providers/{RP}/aggregates", f"/resource_providers/{RP}/traits",
     f"/resource_providers/{RP}/usages", f"/resource_providers/{RP}/allocations",
-    "/usages", "/reshaper",
+    "/usages", "/reshaper", "/openapi.json",
+    "/ui", f"/ui/trees/{RP}", "/ui/login", "/ui/static/style.css",
 ]
 
 

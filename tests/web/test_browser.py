@@ -43,7 +43,13 @@ def sign_in(browser, live, token="admin"):
     WebDriverWait(browser, 10).until(ec.presence_of_element_located((By.ID, "token")))
     assert browser.current_url.endswith("/ui/login")
     browser.find_element(By.ID, "token").send_keys(token)
-    browser.find_element(By.CSS_SELECTOR, "form.login button").click()
+    button = browser.find_element(By.CSS_SELECTOR, "form.login button")
+    button.click()
+    # Wait for the answer to the sign-in (its cookie) before going on: the
+    # next page asked for too early would find no session yet.
+    WebDriverWait(browser, 10).until(ec.staleness_of(button))
+    WebDriverWait(browser, 10).until(
+        lambda b: b.execute_script("return document.readyState") == "complete")
 
 
 def test_sign_in_and_hosts_match_the_api(browser, live):
