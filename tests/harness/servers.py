@@ -132,6 +132,17 @@ def upstream_url(database_url: str) -> str:
 def start_upstream(database_url: str, workdir: Path, *, workers: int = 2,
                    extra_conf: str = "") -> Server:
     """Upstream Placement 16.0.0 under gunicorn on ``database_url``."""
+    if workers > 1 and database_url.startswith("sqlite"):
+        # Each of upstream's workers writes the standard traits and classes
+        # when it boots; on a new SQLite file two of them at once fail with
+        # "database is locked" and take the server down.  One worker first
+        # writes them; later boots find them there.
+        _start_upstream(database_url, workdir, workers=1, extra_conf=extra_conf).stop()
+    return _start_upstream(database_url, workdir, workers=workers, extra_conf=extra_conf)
+
+
+def _start_upstream(database_url: str, workdir: Path, *, workers: int,
+                    extra_conf: str) -> Server:
     venv = upstream.ensure_venv()
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "placement.conf").write_text(
