@@ -75,6 +75,11 @@ def _has_room(snap: LiveSnapshot, i: int, wanted: dict[str, int]) -> bool:
     return True
 
 
+def _anyone_has(sets_of, any_ofs, among: Iterable[int]) -> bool:
+    """Whether a provider among ``among`` has one of each of ``any_ofs``."""
+    return any(all(not any_of.isdisjoint(sets_of[i]) for any_of in any_ofs) for i in among)
+
+
 def list_providers(db: Database, filters) -> list[ProviderView]:
     """Providers matching every filter, in the order they were created.
 
@@ -96,17 +101,27 @@ def list_providers(db: Database, filters) -> list[ProviderView]:
             for name in sorted(any_of):
                 if name not in known_traits:
                     raise _bad_trait(name)
+        # As upstream: traits or aggregates that no provider anywhere has end
+        # the request (empty) before the names of later filters are looked up.
+        everyone = snap.index.values()
+        if filters.required_traits and not _anyone_has(
+                snap.traits, filters.required_traits, everyone):
+            return []
         for name in sorted(filters.forbidden_traits):
             if name not in known_traits:
                 raise _bad_trait(name)
+        if filters.member_of and not _anyone_has(
+                snap.aggregates, filters.member_of,
+                set().union(*(snap.agg_members.get(a, ()) for a in filters.member_of[0]))):
+            return []
         classes = world.names.classes
-        for name, amount in filters.resources.items():
+        for name in filters.resources:
             if name not in classes:
                 raise errors.BadRequest(
                     "Invalid resource class in resources parameter: No such "
                     f"resource class {name}.")
-            if amount > MAX_AMOUNT:
-                return []  # no inventory can hold that much
+        if any(amount > MAX_AMOUNT for amount in filters.resources.values()):
+            return []  # no inventory can hold that much
 
         # Start from the narrowest set a filter names, then check the rest.
         if filters.uuid is not None:

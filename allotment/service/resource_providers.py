@@ -218,18 +218,22 @@ def list_providers_from_database(db: Database, filters: ProviderFilters) -> list
         for any_of in filters.required_traits:
             ids = _trait_ids(conn, sorted(any_of))
             required.append(set(ids.values()))
+        if required and not store.list_filtered(conn, required_trait_ids=required):
+            return []  # nobody has them: later names are not looked up
         forbidden = set(_trait_ids(conn, sorted(filters.forbidden_traits)).values())
+        if filters.member_of and not store.list_filtered(conn, member_of=filters.member_of):
+            return []
         resources: dict[int, int] = {}
         if filters.resources:
             class_ids = inventory_store.class_ids(conn, filters.resources)
-            for name, amount in filters.resources.items():
+            for name in filters.resources:
                 if name not in class_ids:
                     raise errors.BadRequest(
                         "Invalid resource class in resources parameter: No such "
                         f"resource class {name}.")
-                if amount > inventory_store.MAX_INT:
-                    return []  # no inventory can hold that much
-                resources[class_ids[name]] = amount
+            if any(a > inventory_store.MAX_INT for a in filters.resources.values()):
+                return []  # no inventory can hold that much
+            resources = {class_ids[name]: a for name, a in filters.resources.items()}
         return store.list_filtered(
             conn, name=filters.name, uuid=filters.uuid, root_id=root_id,
             member_of=filters.member_of,

@@ -38,3 +38,26 @@ def test_unknown_provider_with_malformed_json_is_404(api, method, suffix, _):
     resp = api.request(method, f"/resource_providers/{new_uuid()}{suffix}",
                        body=b"{not json", headers={"Content-Type": "application/json"})
     assert resp.status == 404
+
+
+def test_listing_checks_names_in_upstreams_order(api):
+    """GET /resource_providers: an aggregate or traits nobody has end the
+    request with an empty list before later names are looked up, as in
+    Placement; an unknown name met before that is a 400."""
+    uuid = create(api, "rp")
+    nowhere = new_uuid()
+    # member_of matches nobody: the unknown class after it is never looked up.
+    resp = api.get(f"/resource_providers?resources=CUSTOM_NOWHERE:1&member_of={nowhere}"
+                   f"&in_tree={uuid}", version="1.14")
+    assert resp.status == 200 and resp.json["resource_providers"] == []
+    # Required traits nobody has: likewise for an unknown forbidden trait.
+    resp = api.get("/resource_providers?required=HW_CPU_X86_AVX2,!CUSTOM_NOWHERE",
+                   version="1.22")
+    assert resp.status == 200 and resp.json["resource_providers"] == []
+    # Met before anything rules everything out: 400.
+    resp = api.get("/resource_providers?resources=CUSTOM_NOWHERE:1", version="1.14")
+    assert resp.status == 400
+    assert "No such resource class CUSTOM_NOWHERE" in resp.json["errors"][0]["detail"]
+    resp = api.get(f"/resource_providers?resources=CUSTOM_NOWHERE:1,VCPU:{2**31}",
+                   version="1.14")
+    assert resp.status == 400

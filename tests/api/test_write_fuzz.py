@@ -114,8 +114,14 @@ def test_damaged_writes(api, data):
         root["uuid"], child["uuid"], root["generation"], child["generation"])))
     document = damage(body, data.draw)
     before = state(api, [root["uuid"], child["uuid"]])
+    fitted = within_capacity(api, root["uuid"]) and within_capacity(api, child["uuid"])
     resp = api.request(method, path, json=document, version=version, headers=SERVICE)
     assert resp.status < 500, (method, path, document, resp.text)
     if resp.status >= 400:
         assert state(api, [root["uuid"], child["uuid"]]) == before, (method, path, document)
-    assert within_capacity(api, root["uuid"]) and within_capacity(api, child["uuid"])
+    # An inventory write may leave usage above the new capacity (Placement
+    # allows it, with a warning, so that a host can report what it really
+    # has); an allocation write may never take a provider past it.
+    if fitted and path.startswith("/allocations"):
+        assert within_capacity(api, root["uuid"]) and within_capacity(api, child["uuid"]), (
+            method, path, document)
