@@ -185,31 +185,6 @@ def anchor_results(plan: _ExtPlan, r: int,
         yield from plan.split.results(r, anchor_results(plan.split.reduced, r, rng))
 
 
-def _interleave(plan: _ExtPlan, strategy: str,
-                rng: random.Random | None) -> Iterator[tuple]:
-    anchors = plan.anchors(rng)
-    if strategy == "depth-first":
-        for r in anchors:
-            for found in anchor_results(plan, r, rng):
-                yield (r, *found)
-        return
-    active: list[tuple[int, Iterator]] = []
-    for r in anchors:
-        gen = anchor_results(plan, r, rng)
-        first = next(gen, None)
-        if first is not None:
-            yield (r, *first)
-            active.append((r, gen))
-    while active:
-        still = []
-        for r, gen in active:
-            found = next(gen, None)
-            if found is not None:
-                yield (r, *found)
-                still.append((r, gen))
-        active = still
-
-
 def find_candidates(
     snapshot: Snapshot,
     request: AllocationCandidatesRequest | ExtendedRequest,
@@ -244,7 +219,7 @@ def find_candidates(
     plan = compile_plan(snapshot, ext)
     if plan is None:
         return iter(())
-    results = search._dedupe(plan, _interleave(plan, strategy, rng))
+    results = search._dedupe(plan, search._interleave(plan, strategy, rng, anchor_results))
     if rng is not None and cap is None:
         everything = list(results)
         rng.shuffle(everything)

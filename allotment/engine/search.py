@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from allotment.engine.anchors import READY, search_anchor
 from allotment.engine.plan import Candidate, Plan
@@ -133,12 +133,16 @@ def provider_summary_uuids(
 # Enumeration
 
 
-def _interleave(plan: Plan, strategy: str,
-                rng: random.Random | None) -> Iterator[tuple[int, dict, list]]:
+def _interleave(plan: Plan, strategy: str, rng: random.Random | None,
+                results: Callable[..., Iterator[tuple]] | None = None,
+                ) -> Iterator[tuple[int, dict, list]]:
+    """``(anchor, usage, chosen)`` of every anchor's ``results`` (by
+    default the standard search), in the order of the generation strategy."""
+    results = results or search_anchor
     anchors = plan.anchors(rng)
     if strategy == "depth-first":
         for r in anchors:
-            for found in search_anchor(plan, r, rng):
+            for found in results(plan, r, rng):
                 yield (r, *found)
         return
     # Breadth-first: one candidate per anchor per round, opening anchors
@@ -146,7 +150,7 @@ def _interleave(plan: Plan, strategy: str,
     # has enough.
     active: list[Iterator] = []
     for r in anchors:
-        gen = search_anchor(plan, r, rng)
+        gen = results(plan, r, rng)
         first = next(gen, None)
         if first is not None:
             yield (r, *first)
