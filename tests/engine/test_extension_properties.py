@@ -241,7 +241,12 @@ def _relaxed(ext: ExtendedRequest, reason: dict) -> ExtendedRequest:
     if reason["reason"] == "same_subtree":
         named = frozenset(reason["same_subtree"])
         rest = [s for s in base.same_subtrees if s != named]
-        return dataclasses.replace(ext, base=dataclasses.replace(base, same_subtrees=rest))
+        # ``same_subtree=_1,_2,!_0`` is one constraint: its positive part
+        # failing is reported as same_subtree, and lifting it lifts the
+        # exclusion built on it too.
+        anti = tuple(a for a in ext.anti_affinity if a[0] != named)
+        return dataclasses.replace(ext, base=dataclasses.replace(base, same_subtrees=rest),
+                                   anti_affinity=anti)
     if reason["reason"] == "same_subtree_anti_affinity":
         return dataclasses.replace(ext, anti_affinity=())
     if reason["reason"] == "isolation" and "group_policy" in reason:
