@@ -26,11 +26,12 @@ def _allocation_request(cand: Candidate, want: tuple[int, int]) -> dict:
         return {"allocations": [
             {"resource_provider": {"uuid": uuid}, "resources": dict(resources)}
             for uuid, resources in cand.allocations.items()]}
+    # The engine's dicts and lists go to the encoder as they are (it only
+    # reads them): a big answer is mostly these, one per candidate.
     body: dict = {"allocations": {
-        uuid: {"resources": dict(resources)}
-        for uuid, resources in cand.allocations.items()}}
+        uuid: {"resources": resources} for uuid, resources in cand.allocations.items()}}
     if want >= _MAPPINGS:
-        body["mappings"] = {suffix: list(uuids) for suffix, uuids in cand.mappings.items()}
+        body["mappings"] = cand.mappings
     return body
 
 

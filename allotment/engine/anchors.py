@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from allotment.engine.plan import NO_USAGE, Candidate, Group, Plan, fits
-from allotment.engine.snapshot import CAPACITY, MAX_UNIT, Snapshot
+from allotment.engine.snapshot import CAPACITY, MAX_UNIT, MIN_UNIT, STEP_SIZE, Snapshot
 
 _UNSET = object()
 # Marks a search result that is already a Candidate (see search_anchor).
@@ -190,21 +190,80 @@ def search_anchor(plan: Plan, r: int,
         return iter(())
     snap = plan.snapshot
     if plan.only_unsuffixed and snap.is_lonely(r):
-        if not _lonely_fits(plan, r):
-            return iter(())
-        g = plan.unsuffixed
-        if snap.is_sharing[r]:
-            # Other anchors may reach the same candidate: let it be deduplicated.
+        found = lonely_search(plan)(r)
+        if found is None:
+            # A sharing root alone: other anchors may reach the same
+            # candidate, so it goes through deduplication.
+            g = plan.unsuffixed
             return iter((({(r, rc): amount for rc, amount in g.resources},
                           [[r] * len(g.resources)]),))
-        uuid = snap.uuids[r]
-        return iter(((READY, Candidate({uuid: plan.lonely_resources}, {"": [uuid]}, uuid)),))
+        return iter(((READY, found),)) if found else iter(())
     slots = _build_slots(plan, r, rng)
     if slots is None:
         return iter(())
     if plan.only_unsuffixed and plan.nested_aware:
         return _unsuffixed_product(plan, r, slots)
     return _AnchorSearch(plan, slots).walk(0)
+
+
+def lonely_search(plan: Plan) -> Callable[[int], Candidate | bool | None]:
+    """For a request of one unsuffixed group: a function of an anchor that
+    answers single-provider trees no sharing provider serves without the
+    general search and its bookkeeping (most hosts of most clouds are such
+    trees, so this is most of the work of a big answer).
+
+    The function returns the anchor's one candidate, ``False`` when it has
+    none, and ``None`` when the general search must decide (a tree of several
+    providers, one served by sharing providers, or a sharing root).  Only
+    for plans with ``only_unsuffixed``; built once per plan.
+    """
+    if plan.lonely is None:
+        plan.lonely = _lonely_search(plan)
+    return plan.lonely
+
+
+def _lonely_search(plan: Plan) -> Callable[[int], Candidate | bool | None]:
+    snap = plan.snapshot
+    g = plan.unsuffixed
+    many, served = snap.trees_of_many(), snap.sharing_by_anchor
+    is_sharing, traits_of, inventory, used = (
+        snap.is_sharing, snap.traits, snap.inventory, snap.used)
+    uuids = snap.uuids
+    root_ok = plan.root_ok if plan.root_required or plan.root_forbidden else None
+    tree_root, banned, members = g.tree_root, g.banned, g.members
+    forbidden, required, resources = g.forbidden, g.required, g.resources
+    allocates = plan.lonely_resources
+
+    def one(r: int) -> Candidate | bool | None:
+        if r in many or r in served:
+            return None
+        if root_ok is not None and not root_ok(r):
+            return False
+        if (tree_root is not None and tree_root != r) or r in banned:
+            return False
+        if members is not None and r not in members:
+            return False
+        traits = traits_of[r]
+        if not forbidden.isdisjoint(traits):
+            return False
+        for any_of in required:
+            if any_of.isdisjoint(traits):
+                return False
+        inv = inventory[r]
+        uuid = uuids[r]
+        usage = used.get(uuid, NO_USAGE)
+        for rc, amount in resources:
+            lim = inv.get(rc)
+            # fits(), inlined: this runs once per host of the cloud.
+            if (lim is None or not lim[MIN_UNIT] <= amount <= lim[MAX_UNIT]
+                    or amount % lim[STEP_SIZE]
+                    or usage.get(rc, 0) + amount > lim[CAPACITY]):
+                return False
+        if is_sharing[r]:
+            return None
+        return Candidate({uuid: allocates}, {"": [uuid]}, uuid)
+
+    return one
 
 
 def _unsuffixed_product(plan: Plan, r: int, slots: list[_Slot]) -> Iterator[tuple]:
@@ -234,34 +293,6 @@ def _unsuffixed_product(plan: Plan, r: int, slots: list[_Slot]) -> Iterator[tupl
         for p, (rc, amount) in sorted(picked, key=lambda pick: (uuids[pick[0]], pick[1][0])):
             allocations.setdefault(uuids[p], {})[rc] = amount
         yield (READY, Candidate(allocations, {"": sorted({uuids[p] for p in combo})}, anchor))
-
-
-def _lonely_fits(plan: Plan, r: int) -> bool:
-    """Whether a single-provider tree no sharing provider serves can take the
-    unsuffixed group alone: its one candidate is everything on the root.
-
-    Most hosts of most clouds are such trees; this is what the general
-    search would find for them, without its bookkeeping.
-    """
-    g = plan.unsuffixed
-    snap = plan.snapshot
-    if (g.tree_root is not None and g.tree_root != r) or r in g.banned:
-        return False
-    if g.members is not None and r not in g.members:
-        return False
-    traits = snap.traits[r]
-    if not g.forbidden.isdisjoint(traits):
-        return False
-    for any_of in g.required:
-        if any_of.isdisjoint(traits):
-            return False
-    inventory = snap.inventory[r]
-    usage = snap.used.get(snap.uuids[r], NO_USAGE)
-    for rc, amount in g.resources:
-        lim = inventory.get(rc)
-        if lim is None or not fits(lim, usage.get(rc, 0), amount):
-            return False
-    return True
 
 
 class _AnchorSearch:

@@ -103,7 +103,7 @@ class LiveSnapshot(Snapshot):
         self.sharing_by_anchor = dict(base.sharing_by_anchor)
         self._by_aggs = {}
         self._lazy = base._lazy
-        self._lazy.subtrees = dict(base._trees_of_many())
+        self._lazy.subtrees = dict(base.trees_of_many())
         self._lazy.agg_members = {a: set(m) for a, m in base.agg_members.items()}
         self._lazy.by_rc = {rc: set(m) for rc, m in base.by_rc.items()}
         self._root_traits = {}

@@ -7,7 +7,7 @@ See :mod:`allotment.engine.search` for the semantics.
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from allotment.engine.request import AllocationCandidatesRequest, RequestGroup
@@ -22,7 +22,9 @@ from allotment.engine.snapshot import (
 NO_USAGE: Mapping[str, int] = {}
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen: a frozen dataclass's __init__ costs several times a plain one,
+# and a big answer makes one of these per host.
+@dataclass(slots=True)
 class Candidate:
     """One way to satisfy the whole request.
 
@@ -31,7 +33,9 @@ class Candidate:
     the UUIDs of the providers that satisfied it.  Providers that satisfy only
     resourceless groups appear in ``mappings`` but not in ``allocations``.
     ``anchor`` is the root UUID of the tree the candidate was built around.
-    Treat everything as read-only: candidates may share these mappings.
+    ``allocations`` and ``mappings`` are plain dicts (of dicts and of
+    lists), which renderers may pass on as they are.  Treat everything as
+    read-only: candidates may share these mappings.
     """
 
     allocations: Mapping[str, Mapping[str, int]]
@@ -155,12 +159,14 @@ class Plan:
         ]
         self.root_required = request.root_required
         self.root_forbidden = request.root_forbidden
-        # The request is one unsuffixed group with resources: see _lonely_fits.
+        # The request is one unsuffixed group with resources: see lonely_search.
         self.only_unsuffixed = (self.unsuffixed is not None and not self.suffixed
                                 and not self.unsuffixed.resourceless)
         # What such a candidate allocates, shared by every one of them.
         self.lonely_resources = (dict(self.unsuffixed.resources)
                                  if self.only_unsuffixed else {})
+        # The anchor-at-a-time shortcut for such requests (anchors.lonely_search).
+        self.lonely: Callable[[int], object] | None = None
 
     @classmethod
     def compile(cls, snapshot: Snapshot,

@@ -25,7 +25,7 @@ import itertools
 import random
 from collections.abc import Callable, Iterable, Iterator
 
-from allotment.engine.anchors import READY, search_anchor
+from allotment.engine.anchors import READY, lonely_search, search_anchor
 from allotment.engine.plan import Candidate, Plan
 from allotment.engine.request import AllocationCandidatesRequest
 from allotment.engine.snapshot import Snapshot
@@ -117,16 +117,21 @@ def provider_summary_uuids(
     tree that contributes resources to a candidate, so clients see the whole
     tree; before that, only the providers that contribute resources.
     """
-    used = set()
+    used: set[str] = set()
+    add = used.update
     for cand in candidates:
-        used.update(snapshot.index[u] for u in cand.allocations)
-    if nested_aware:
-        roots = {snapshot.root[i] for i in used}
-        wanted = {i for r in roots for i in snapshot.tree_members(r)}
-    else:
-        wanted = used
-    uuids = snapshot.uuids
-    return sorted(uuids[i] for i in wanted)
+        add(cand.allocations)
+    if not nested_aware:
+        return sorted(used)
+    many = snapshot.trees_of_many()
+    if not many:
+        # Every tree is one provider: the roots are the providers used.
+        return sorted(used)
+    index, root, uuids = snapshot.index, snapshot.root, snapshot.uuids
+    roots = {root[index[u]] for u in used}
+    wanted = [uuids[i] for r in roots for i in many.get(r, (r,))]
+    wanted.sort()
+    return wanted
 
 
 # ---------------------------------------------------------------------------
@@ -138,10 +143,19 @@ def _interleave(plan: Plan, strategy: str, rng: random.Random | None,
                 ) -> Iterator[tuple[int, dict, list]]:
     """``(anchor, usage, chosen)`` of every anchor's ``results`` (by
     default the standard search), in the order of the generation strategy."""
+    # Single-provider trees have one candidate at most, the same in either
+    # order: answered straight away when the standard search is asked for.
+    one = lonely_search(plan) if results is None and plan.only_unsuffixed else None
     results = results or search_anchor
     anchors = plan.anchors(rng)
     if strategy == "depth-first":
         for r in anchors:
+            if one is not None:
+                found = one(r)
+                if found is not None:
+                    if found:
+                        yield r, READY, found
+                    continue
             for found in results(plan, r, rng):
                 yield (r, *found)
         return
@@ -150,6 +164,12 @@ def _interleave(plan: Plan, strategy: str, rng: random.Random | None,
     # has enough.
     active: list[Iterator] = []
     for r in anchors:
+        if one is not None:
+            found = one(r)
+            if found is not None:
+                if found:
+                    yield r, READY, found
+                continue
         gen = results(plan, r, rng)
         first = next(gen, None)
         if first is not None:

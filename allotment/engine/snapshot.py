@@ -393,11 +393,11 @@ class Snapshot:
 
     def tree_members(self, r: int) -> tuple[int, ...]:
         """Positions of every provider of the tree rooted at ``r``, sorted."""
-        return self._trees_of_many().get(r) or (r,)
+        return self.trees_of_many().get(r) or (r,)
 
     def members_with(self, r: int, rc: str) -> tuple[int, ...]:
         """Providers of the tree rooted at ``r`` with inventory of ``rc``."""
-        members = self._trees_of_many().get(r)
+        members = self.trees_of_many().get(r)
         if members is None:
             return (r,) if rc in self.inventory[r] else ()
         cache = self._lazy.tree_rc
@@ -411,7 +411,7 @@ class Snapshot:
             per_rc = cache[r] = {c: tuple(m) for c, m in grouped.items()}
         return per_rc.get(rc, ())
 
-    def _trees_of_many(self) -> Mapping[int, tuple[int, ...]]:
+    def trees_of_many(self) -> Mapping[int, tuple[int, ...]]:
         """Members of every tree with more than one provider (built on first use)."""
         lazy = self._lazy
         if lazy.subtrees is None:
@@ -431,7 +431,7 @@ class Snapshot:
     def is_lonely(self, r: int) -> bool:
         """Whether root ``r`` is a tree of one provider that no sharing
         provider serves."""
-        return r not in self._trees_of_many() and r not in self.sharing_by_anchor
+        return r not in self.trees_of_many() and r not in self.sharing_by_anchor
 
     def is_leaf(self, i: int) -> bool:
         return i not in self._parents

@@ -206,13 +206,15 @@ def find(
         uuids = search.provider_summary_uuids(
             snap, candidates, nested_aware=request.nested_aware)
         memo = world.memo("summary")
+        known, revision_of, names_version = memo.get, snap.revision, world.names_version
         summaries = []
+        add = summaries.append
         for uuid in uuids:
-            revision = (uuid, snap.revision(uuid), world.names_version)
-            found = memo.get(uuid)
-            if not isinstance(found, ProviderSummary) or found.revision != revision:
+            revision = (uuid, revision_of(uuid), names_version)
+            found = known(uuid)
+            if found is None or found.revision != revision:
                 found = memo[uuid] = _summary(snap, uuid, world.names.trait_rank, revision)
-            summaries.append(found)
+            add(found)
         return CandidatesResult(candidates, summaries, explanation)
 
 
