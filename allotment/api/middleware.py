@@ -107,7 +107,7 @@ class WsgiPath:
 
     def __call__(self, environ, start_response):
         path = environ.get("PATH_INFO", "")
-        if any(ord(ch) > 0xFF for ch in path):
+        if not path.isascii() and any(ord(ch) > 0xFF for ch in path):
             environ["PATH_INFO"] = path.encode("utf-8", "surrogateescape").decode("latin-1")
         return self.application(environ, start_response)
 

@@ -197,7 +197,7 @@ class ResourceProviders(Resource):
 class ResourceProvider(Resource):
     def on_get(self, req: falcon.Request, resp: falcon.Response, uuid: str) -> None:
         authorize(req, "placement:resource_providers:show")
-        row = service.get_provider(self.db, uuid)
+        row = service.show_provider(self.db, uuid)
         rendering.send_json(req, resp, provider_body(req, row), last_modified=stamp(row))
 
     def on_put(self, req: falcon.Request, resp: falcon.Response, uuid: str) -> None:

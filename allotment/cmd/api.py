@@ -24,6 +24,7 @@ class _Server(BaseApplication):
             # Each worker builds its own app (own connection pool) after fork.
             "preload_app": False,
             "accesslog": "-",
+            "logger_class": "allotment.cmd.access_log.AccessLogger",
             "timeout": 120,
             "worker_class": "allotment.cmd.worker.DeadlineSyncWorker",
             # gunicorn's largest request line (its default is 4094): the

@@ -80,6 +80,17 @@ def _anyone_has(sets_of, any_ofs, among: Iterable[int]) -> bool:
     return any(all(not any_of.isdisjoint(sets_of[i]) for any_of in any_ofs) for i in among)
 
 
+def show(db: Database, uuid: str) -> ProviderView | None:
+    """One provider as the world has it, or None if the world has no such
+    UUID (the caller asks the tables then: a database may match a UUID
+    written differently, as MySQL's case-insensitive collations do)."""
+    with world_sync.current(db) as world:
+        snap = world.snapshot
+        if uuid not in snap.index:
+            return None
+        return _view(world, snap, uuid, world.memo("provider_view"))
+
+
 def list_providers(db: Database, filters) -> list[ProviderView]:
     """Providers matching every filter, in the order they were created.
 

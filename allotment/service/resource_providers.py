@@ -38,6 +38,13 @@ def get_provider(db: Database, uuid: str) -> Row:
         return require(conn, uuid)
 
 
+def show_provider(db: Database, uuid: str) -> provider_listing.ProviderView | Row:
+    """The provider for GET /resource_providers/{uuid}: from the world,
+    current as of now, without a query of its own when the world knows it."""
+    found = provider_listing.show(db, uuid)
+    return found if found is not None else get_provider(db, uuid)
+
+
 def get_usages(db: Database, uuid: str) -> tuple[int, dict[str, int]]:
     """The provider's generation and its usage of every class it has inventory of."""
     found = provider_listing.usages(db, uuid)
