@@ -29,7 +29,8 @@ def set_traits(db: Database, uuid: str, names: list[str],
         provider = require(conn, uuid)
         if generation != provider.generation:
             raise errors.ConcurrentUpdate(GENERATION_CONFLICT)
-        known = trait_store.ids_for(conn, names)
+        rows = trait_store.rows_named(conn, names)
+        known = {row.name: row.id for row in rows}
         missing = sorted(set(names) - set(known))
         if missing:
             raise errors.BadRequest(f"No such trait {', '.join(missing)}")
@@ -39,9 +40,9 @@ def set_traits(db: Database, uuid: str, names: list[str],
             # generation stays where it is, as in Placement.
             return provider, current
         generation, now = providers.bump(conn, provider.id, generation)
-        store.replace(conn, provider.id, known.values())
-        return (providers.advanced(provider, generation, now),
-                store.for_provider(conn, provider.id))
+        store.replace(conn, provider.id, known.values(), current=[row.id for row in current])
+        # What it has now is what was asked for: no need to read it back.
+        return providers.advanced(provider, generation, now), rows
 
 
 def delete_traits(db: Database, uuid: str) -> None:

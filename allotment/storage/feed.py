@@ -146,6 +146,7 @@ def note_generation(conn: Connection, provider_id: int, generation: int,
         (generation, when), notes.generations.get(provider_id, (0, when)))
 
 
+_APPEND = sa.insert(TABLE)
 _ROOTS_OF = sa.select(resource_providers.c.root_provider_id).where(
     resource_providers.c.id.in_(sa.bindparam("ids", expanding=True))).distinct()
 
@@ -181,8 +182,8 @@ def flush(conn: Connection, notes: Notes | None, *,
     now = utcnow()
     if not data:
         return None
-    new_id = conn.execute(sa.insert(TABLE).values(
-        created_at=now, data=json.dumps(data, separators=(",", ":")))
+    new_id = conn.execute(_APPEND, {
+        "created_at": now, "data": json.dumps(data, separators=(",", ":"))},
     ).inserted_primary_key[0]
     if retention is not None and new_id % PRUNE_EVERY == 0:
         prune(conn, now - retention, below=new_id)

@@ -99,6 +99,29 @@ def check_capacity(provider_uuid: str, class_name: str, inv: Mapping, *,
             "to total.")
 
 
+# Built once (see storage.resource_providers for why).
+_OF_PROVIDERS = (
+    sa.select(TABLE.c.resource_provider_id,
+              resource_classes.c.name.label("resource_class"),
+              TABLE.c.resource_class_id,
+              *(TABLE.c[f] for f in FIELDS),
+              TABLE.c.created_at, TABLE.c.updated_at)
+    .join(resource_classes, resource_classes.c.id == TABLE.c.resource_class_id)
+    .where(TABLE.c.resource_provider_id.in_(sa.bindparam("ids", expanding=True)))
+    .order_by(TABLE.c.resource_provider_id, TABLE.c.resource_class_id))
+_CLASS_IDS = sa.select(resource_classes.c.name, resource_classes.c.id).where(
+    resource_classes.c.name.in_(sa.bindparam("names", expanding=True)))
+_USAGE_BY_CLASS = (
+    sa.select(allocations.c.resource_class_id, sa.func.sum(allocations.c.used))
+    .where(allocations.c.resource_provider_id == sa.bindparam("pid"))
+    .group_by(allocations.c.resource_class_id))
+_UPDATE = (sa.update(TABLE)
+           .where(TABLE.c.resource_provider_id == sa.bindparam("pid"),
+                  TABLE.c.resource_class_id == sa.bindparam("cid"))
+           .values(updated_at=sa.bindparam("now")))
+_INSERT = sa.insert(TABLE)
+
+
 def get_for_provider(conn: Connection, provider_id: int) -> dict[str, Row]:
     """The provider's inventories keyed by resource class name.
 
@@ -113,15 +136,7 @@ def get_for_providers(conn: Connection,
     ids = sorted(set(provider_ids))
     if not ids:
         return {}
-    rows = conn.execute(
-        sa.select(TABLE.c.resource_provider_id,
-                  resource_classes.c.name.label("resource_class"),
-                  TABLE.c.resource_class_id,
-                  *(TABLE.c[f] for f in FIELDS),
-                  TABLE.c.created_at, TABLE.c.updated_at)
-        .join(resource_classes, resource_classes.c.id == TABLE.c.resource_class_id)
-        .where(TABLE.c.resource_provider_id.in_(ids))
-        .order_by(TABLE.c.resource_provider_id, TABLE.c.resource_class_id))
+    rows = conn.execute(_OF_PROVIDERS, {"ids": ids})
     result: dict[int, dict[str, Row]] = {}
     for row in rows:
         result.setdefault(row.resource_provider_id, {})[row.resource_class] = row
@@ -132,8 +147,7 @@ def class_ids(conn: Connection, names: Iterable[str]) -> dict[str, int]:
     wanted = sorted({name for name in names if storable_text(name)})
     if not wanted:
         return {}
-    return dict(conn.execute(sa.select(resource_classes.c.name, resource_classes.c.id)
-                             .where(resource_classes.c.name.in_(wanted))).all())
+    return dict(conn.execute(_CLASS_IDS, {"names": wanted}).all())
 
 
 def allocated_classes(conn: Connection, provider_id: int,
@@ -153,10 +167,7 @@ def allocated_classes(conn: Connection, provider_id: int,
 
 
 def _usage_by_class_id(conn: Connection, provider_id: int) -> dict[int, int]:
-    rows = conn.execute(
-        sa.select(allocations.c.resource_class_id, sa.func.sum(allocations.c.used))
-        .where(allocations.c.resource_provider_id == provider_id)
-        .group_by(allocations.c.resource_class_id))
+    rows = conn.execute(_USAGE_BY_CLASS, {"pid": provider_id})
     return {class_id: int(used or 0) for class_id, used in rows}
 
 
@@ -229,14 +240,17 @@ def replace_all(
     if removed:
         conn.execute(sa.delete(TABLE).where(TABLE.c.resource_provider_id == provider.id,
                                             TABLE.c.resource_class_id.in_(sorted(removed))))
+    changed, added = [], []
     for name, record in records.items():
         values = {f: record[f] for f in FIELDS}
         if name in current:
-            conn.execute(sa.update(TABLE).where(
-                TABLE.c.resource_provider_id == provider.id,
-                TABLE.c.resource_class_id == ids[name]).values(**values, updated_at=now))
+            changed.append({**values, "pid": provider.id, "cid": ids[name], "now": now})
         else:
-            conn.execute(sa.insert(TABLE).values(
-                resource_provider_id=provider.id, resource_class_id=ids[name],
-                created_at=now, **values))
+            added.append({**values, "resource_provider_id": provider.id,
+                          "resource_class_id": ids[name], "created_at": now})
+    # One statement each for every record changed and every record added.
+    if changed:
+        conn.execute(_UPDATE, changed)
+    if added:
+        conn.execute(_INSERT, added)
     return Change(generation=generation, exceeded=exceeded, updated_at=now)

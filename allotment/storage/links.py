@@ -11,25 +11,44 @@ from allotment.storage import feed
 from allotment.storage.db import utcnow
 
 
+class _Statements:
+    """A link table's statements, built once (building one costs SQLAlchemy
+    more than running it)."""
+
+    def __init__(self, link: sa.Table, column: str) -> None:
+        target = link.c[column]
+        mine = link.c.resource_provider_id == sa.bindparam("pid")
+        self.current = sa.select(target).where(mine)
+        self.delete = sa.delete(link).where(
+            mine, target.in_(sa.bindparam("gone", expanding=True)))
+        self.insert = sa.insert(link)
+
+
+_STATEMENTS: dict[str, _Statements] = {}
+
+
 def replace(conn: Connection, link: sa.Table, column: str, provider_id: int,
-            wanted_ids: Iterable[int]) -> bool:
+            wanted_ids: Iterable[int], *, current: Iterable[int] | None = None) -> bool:
     """Make ``wanted_ids`` the provider's exact set of linked ids.
 
-    Only the difference is written, and the change is noted for the feed
-    only when something changed; tells whether it did.
+    ``current`` is the provider's set as the caller read it in this
+    transaction, if it did.  Only the difference is written, and the change
+    is noted for the feed only when something changed; tells whether it did.
     """
-    target = link.c[column]
+    sql = _STATEMENTS.get(link.name)
+    if sql is None:
+        sql = _STATEMENTS[link.name] = _Statements(link, column)
     wanted = set(wanted_ids)
-    current = set(conn.execute(
-        sa.select(target).where(link.c.resource_provider_id == provider_id)).scalars())
+    if current is None:
+        current = conn.execute(sql.current, {"pid": provider_id}).scalars()
+    current = set(current)
     gone = sorted(current - wanted)
     if gone:
-        conn.execute(sa.delete(link).where(link.c.resource_provider_id == provider_id,
-                                           target.in_(gone)))
+        conn.execute(sql.delete, {"pid": provider_id, "gone": gone})
     added = sorted(wanted - current)
     if added:
         now = utcnow()
-        conn.execute(sa.insert(link), [
+        conn.execute(sql.insert, [
             {"resource_provider_id": provider_id, column: linked, "created_at": now}
             for linked in added])
     changed = bool(gone or added)

@@ -20,14 +20,20 @@ def get(conn: Connection, table: sa.Table, name: str) -> Row | None:
     return conn.execute(sa.select(table).where(table.c.name == name)).first()
 
 
+_IDS_FOR: dict[str, sa.Select] = {}
+
+
 def ids_for(conn: Connection, table: sa.Table, names: Iterable[str]) -> dict[str, int]:
     """Map each known name to its id; unknown names are simply absent."""
     wanted = sorted({name for name in names if storable_text(name)})
     if not wanted:
         return {}
-    rows = conn.execute(
-        sa.select(table.c.name, table.c.id).where(table.c.name.in_(wanted)))
-    return {name: id_ for name, id_ in rows}
+    query = _IDS_FOR.get(table.name)
+    if query is None:
+        # Built once per table: building costs more than running it.
+        query = _IDS_FOR[table.name] = sa.select(table.c.name, table.c.id).where(
+            table.c.name.in_(sa.bindparam("names", expanding=True)))
+    return {name: id_ for name, id_ in conn.execute(query, {"names": wanted})}
 
 
 def insert(conn: Connection, table: sa.Table, name: str) -> Row | None:

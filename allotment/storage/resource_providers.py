@@ -136,6 +136,17 @@ def bump_generation(conn: Connection, provider_id: int, seen_generation: int) ->
     return bump(conn, provider_id, seen_generation)[0]
 
 
+# The statements of every write, built once: building a statement costs
+# SQLAlchemy more than running it on SQLite.
+_BUMP = (sa.update(TABLE)
+         .where(TABLE.c.id == sa.bindparam("pid"), TABLE.c.generation == sa.bindparam("seen"))
+         .values(generation=sa.bindparam("next_generation"), updated_at=sa.bindparam("now")))
+_BUMP_RETURNING_ROOT = _BUMP.returning(TABLE.c.root_provider_id)
+_INSERT = sa.insert(TABLE)
+_SET_ROOT = (sa.update(TABLE).where(TABLE.c.id == sa.bindparam("pid"))
+             .values(root_provider_id=sa.bindparam("root")))
+
+
 def bump(conn: Connection, provider_id: int,
          seen_generation: int) -> tuple[int, datetime.datetime]:
     """bump_generation, returning the new generation and ``updated_at``.
@@ -146,16 +157,15 @@ def bump(conn: Connection, provider_id: int,
     transaction ends.
     """
     now = utcnow()
-    update = (sa.update(TABLE)
-              .where(TABLE.c.id == provider_id, TABLE.c.generation == seen_generation)
-              .values(generation=seen_generation + 1, updated_at=now))
+    params = {"pid": provider_id, "seen": seen_generation,
+              "next_generation": seen_generation + 1, "now": now}
     if conn.dialect.update_returning:
-        root = conn.execute(update.returning(TABLE.c.root_provider_id)).scalar()
+        root = conn.execute(_BUMP_RETURNING_ROOT, params).scalar()
         if root is None:
             raise errors.ConcurrentUpdate(CONCURRENT_UPDATE_MESSAGE)
         feed.note_root_of(conn, provider_id, root)
     else:
-        if conn.execute(update).rowcount != 1:
+        if conn.execute(_BUMP, params).rowcount != 1:
             raise errors.ConcurrentUpdate(CONCURRENT_UPDATE_MESSAGE)
         feed.note_providers(conn, [provider_id])
     feed.note_generation(conn, provider_id, seen_generation + 1, now)
@@ -253,15 +263,14 @@ def create(conn: Connection, *, uuid: str, name: str,
     now = utcnow()
     try:
         with conn.begin_nested():
-            result = conn.execute(sa.insert(TABLE).values(
-                uuid=uuid, name=name, generation=0, created_at=now,
-                parent_provider_id=parent.id if parent is not None else None,
-                root_provider_id=parent.root_provider_id if parent is not None else None))
+            result = conn.execute(_INSERT, {
+                "uuid": uuid, "name": name, "generation": 0, "created_at": now,
+                "parent_provider_id": parent.id if parent is not None else None,
+                "root_provider_id": parent.root_provider_id if parent is not None else None})
             new_id = result.inserted_primary_key[0]
             if parent is None:
                 # A root is its own root; its id is only known now.
-                conn.execute(sa.update(TABLE).where(TABLE.c.id == new_id)
-                             .values(root_provider_id=new_id))
+                conn.execute(_SET_ROOT, {"pid": new_id, "root": new_id})
     except sa.exc.IntegrityError:
         return None
     feed.note_roots(conn, [parent.root_provider_id if parent is not None else new_id])

@@ -8,6 +8,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Row
 
 from allotment.storage import feed, names
+from allotment.storage.db import storable_text
 from allotment.storage.tables import resource_provider_traits, traits
 
 TABLE = traits
@@ -19,6 +20,19 @@ def get(conn: Connection, name: str) -> Row | None:
 
 def ids_for(conn: Connection, wanted: Iterable[str]) -> dict[str, int]:
     return names.ids_for(conn, TABLE, wanted)
+
+
+_ROWS_NAMED = sa.select(TABLE.c.id, TABLE.c.name, TABLE.c.created_at, TABLE.c.updated_at).where(
+    TABLE.c.name.in_(sa.bindparam("names", expanding=True))).order_by(TABLE.c.name)
+
+
+def rows_named(conn: Connection, wanted: Iterable[str]) -> list[Row]:
+    """The rows (id, name, created_at, updated_at) of the known traits among
+    ``wanted``, by name; unknown names are simply absent."""
+    names_ = sorted({name for name in wanted if storable_text(name)})
+    if not names_:
+        return []
+    return list(conn.execute(_ROWS_NAMED, {"names": names_}))
 
 
 def ensure(conn: Connection, name: str) -> tuple[Row, bool]:
