@@ -51,18 +51,22 @@ def _unsuffixed_options(plan: Plan, g: Group, r: int,
                         rc: str, amount: int) -> list[int]:
     snap = plan.snapshot
     inventory, used, traits, uuids = snap.inventory, snap.used, snap.traits, snap.uuids
-    if r in g.banned:
+    banned, members, forbidden = g.banned, g.members, g.forbidden
+    if r in banned:
         return []
-    anchor_member = g.members is not None and r in g.members
+    # An aggregate on the root spans the whole tree.
+    anyone = members is None or r in members
     out = []
     if g.tree_root is None or g.tree_root == r:
         for p in snap.members_with(r, rc):
-            if not fits(inventory[p][rc], used.get(uuids[p], NO_USAGE).get(rc, 0), amount):
+            lim = inventory[p][rc]
+            # fits(), inlined: this runs for every class of every tree.
+            if (not lim[MIN_UNIT] <= amount <= lim[MAX_UNIT] or amount % lim[STEP_SIZE]
+                    or used.get(uuids[p], NO_USAGE).get(rc, 0) + amount > lim[CAPACITY]):
                 continue
-            if p in g.banned or not g.forbidden.isdisjoint(traits[p]):
+            if (banned and p in banned) or (forbidden and not forbidden.isdisjoint(traits[p])):
                 continue
-            # An aggregate on the root spans the whole tree.
-            if g.members is not None and not anchor_member and p not in g.members:
+            if not anyone and p not in members:
                 continue
             out.append(p)
     if g.tree_root is None:
@@ -198,12 +202,38 @@ def search_anchor(plan: Plan, r: int,
             return iter((({(r, rc): amount for rc, amount in g.resources},
                           [[r] * len(g.resources)]),))
         return iter(((READY, found),)) if found else iter(())
+    if plan.only_unsuffixed and plan.nested_aware:
+        options = _unsuffixed_option_lists(plan, r, rng)
+        if options is None:
+            return iter(())
+        return _unsuffixed_product(plan, r, options)
     slots = _build_slots(plan, r, rng)
     if slots is None:
         return iter(())
-    if plan.only_unsuffixed and plan.nested_aware:
-        return _unsuffixed_product(plan, r, slots)
     return _AnchorSearch(plan, slots).walk(0)
+
+
+def _unsuffixed_option_lists(plan: Plan, r: int,
+                             rng: random.Random | None) -> list[list[int]] | None:
+    """The providers that may take each class of the unsuffixed group when
+    it is the whole request (what _build_slots makes slots of), or None when
+    some class has none or the required traits are nowhere among them."""
+    u = plan.unsuffixed
+    options = []
+    for rc, amount in u.resources:
+        opts = _unsuffixed_options(plan, u, r, rc, amount)
+        if not opts:
+            return None
+        options.append(opts)
+    if u.required:
+        traits_of = plan.snapshot.traits
+        have = set().union(*(traits_of[p] for opts in options for p in opts))
+        if any(any_of.isdisjoint(have) for any_of in u.required):
+            return None
+    if rng is not None:
+        for opts in options:
+            rng.shuffle(opts)
+    return options
 
 
 def lonely_search(plan: Plan) -> Callable[[int], Candidate | bool | None]:
@@ -266,33 +296,44 @@ def _lonely_search(plan: Plan) -> Callable[[int], Candidate | bool | None]:
     return one
 
 
-def _unsuffixed_product(plan: Plan, r: int, slots: list[_Slot]) -> Iterator[tuple]:
+def _unsuffixed_product(plan: Plan, r: int, options: list[list[int]]) -> Iterator[tuple]:
     """Every assignment of the unsuffixed group alone, from 1.29.
 
-    Its slots ask for different classes, so no choice limits another: the
-    candidates are the product of the slots' options (those whose providers
-    together have the required traits), in the order the general search
-    would find them.
+    Each class has its own providers to choose from (``options``, in the
+    group's class order), and no choice limits another: the candidates are
+    the product of the options (those whose providers together have the
+    required traits), in the order the general search would find them.
     """
     snap = plan.snapshot
-    uuids, traits, is_sharing = snap.uuids, snap.traits, snap.is_sharing
+    uuids, traits, is_sharing, root = snap.uuids, snap.traits, snap.is_sharing, snap.root
     required = plan.unsuffixed.required
-    wanted = [slot.amounts[0] for slot in slots]
+    wanted = plan.unsuffixed.resources
     anchor = uuids[r]
-    for combo in itertools.product(*(slot.options for slot in slots)):
+    # A candidate using only sharing providers (or those of other trees) may
+    # be reached from other anchors too, and goes through deduplication; one
+    # using a provider of this tree is reachable from here alone and is
+    # finished here, as _dedupe would.  Mostly no class can go elsewhere.
+    portable = all(any(is_sharing[p] or root[p] != r for p in opts) for opts in options)
+    for combo in itertools.product(*options):
         if required:
             have = set().union(*(traits[p] for p in set(combo)))
             if any(any_of.isdisjoint(have) for any_of in required):
                 continue
-        picked = list(zip(combo, wanted, strict=True))
-        if any(is_sharing[p] for p in combo):
-            # Other anchors may reach the same candidate: let it be deduplicated.
-            yield ({(p, rc): amount for p, (rc, amount) in picked}, [list(combo)])
+        if portable and all(is_sharing[p] or root[p] != r for p in combo):
+            yield ({(p, rc): amount for p, (rc, amount) in zip(combo, wanted, strict=True)},
+                   [list(combo)])
             continue
+        # Providers in UUID order, classes by name within each (``wanted``
+        # is by name); the mapping lists the same providers in that order.
         allocations: dict[str, dict[str, int]] = {}
-        for p, (rc, amount) in sorted(picked, key=lambda pick: (uuids[pick[0]], pick[1][0])):
-            allocations.setdefault(uuids[p], {})[rc] = amount
-        yield (READY, Candidate(allocations, {"": sorted({uuids[p] for p in combo})}, anchor))
+        for uuid, (rc, amount) in sorted(zip(map(uuids.__getitem__, combo), wanted,
+                                             strict=True)):
+            held = allocations.get(uuid)
+            if held is None:
+                allocations[uuid] = {rc: amount}
+            else:
+                held[rc] = amount
+        yield (READY, Candidate(allocations, {"": list(allocations)}, anchor))
 
 
 class _AnchorSearch:

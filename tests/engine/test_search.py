@@ -168,6 +168,30 @@ def test_provider_summaries_by_microversion():
     assert sorted(w.name(u) for u in flat) == ["CN", "CN_numa"]
 
 
+def test_nested_provider_summaries_come_tree_by_tree():
+    # From 1.29 the summaries list each tree's providers together: roots in
+    # UUID order, a tree's providers in UUID order, however their UUIDs
+    # interleave with other trees'.
+    w = World()
+    for h in range(6):
+        w.add(f"host{h}", inv={MEM: 1024})
+        for c in range(3):
+            w.add(f"host{h}-numa{c}", parent=f"host{h}", inv={VCPU: 4})
+    snap = w.snapshot()
+    cands = list(find_candidates(snap, request(group(VCPU=1, MEMORY_MB=1))))
+    got = provider_summary_uuids(snap, cands, nested_aware=True)
+    hosts = sorted((u for u in got if "-" not in w.name(u)), key=str)
+    expected = []
+    for root in hosts:
+        tree = [u for u in got if w.name(u).split("-")[0] == w.name(root)]
+        expected += sorted(tree)
+    assert got == expected
+    assert len(got) == 24
+    # Before 1.29: only the providers used, in UUID order.
+    flat = provider_summary_uuids(snap, cands, nested_aware=False)
+    assert flat == sorted(flat) and len(flat) == 24
+
+
 # --- options ------------------------------------------------------------------
 
 def many_hosts(n: int) -> World:
