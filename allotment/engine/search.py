@@ -121,16 +121,21 @@ def provider_summary_uuids(
     roots in UUID order and each tree's providers in UUID order (cheaper
     than sorting every provider of a big answer, and as deterministic).
     """
-    used: set[str] = set()
-    add = used.update
-    for cand in candidates:
-        add(cand.allocations)
     many = snapshot.trees_of_many() if nested_aware else None
-    if not many:
-        # Every tree is one provider, or only the providers used are wanted.
-        return sorted(used)
     index, root, uuids = snapshot.index, snapshot.root, snapshot.uuids
-    roots = {root[index[u]] for u in used}
+    if many and not snapshot.sharing_by_anchor:
+        # Without sharing providers every provider of a candidate is in the
+        # tree of its anchor: the anchors name the trees.
+        roots = {index[u] for u in {cand.anchor for cand in candidates}}
+    else:
+        used: set[str] = set()
+        add = used.update
+        for cand in candidates:
+            add(cand.allocations)
+        if not many:
+            # Every tree is one provider, or only the providers used are wanted.
+            return sorted(used)
+        roots = {root[index[u]] for u in used}
     if len(roots) * 8 > len(snapshot.roots):
         # Most trees: walk the roots, which are kept in UUID order.
         order: Iterable[int] = (r for r in snapshot.roots if r in roots)
@@ -199,36 +204,39 @@ def _dedupe(plan: Plan, found: Iterator[tuple[int, dict, list]]) -> Iterator[Can
     uuids = snap.uuids
     root = snap.root
     is_sharing = snap.is_sharing
-    groups = plan.groups
+    served = snap.sharing_by_anchor
+    suffixes = [g.suffix for g in plan.groups]
     seen: set = set()
+    last, may_repeat = -1, True
     for r, usage, chosen in found:
         if usage is READY:
             yield chosen  # already a Candidate, and reachable from r alone
             continue
-        # A candidate can come from several anchors only if every provider it
-        # uses could be reached as a sharing provider from elsewhere.
-        portable = all(
-            root[p] != r or is_sharing[p] for picks in chosen for p in picks)
-        if portable:
+        if r != last:
+            # A candidate can come from several anchors only if every
+            # provider it uses could be reached as a sharing provider from
+            # elsewhere: never when no sharing provider is in or serves r.
+            last = r
+            may_repeat = r in served or any(map(is_sharing.__getitem__, snap.tree_members(r)))
+        if may_repeat and all(
+                root[p] != r or is_sharing[p] for picks in chosen for p in picks):
             key = (frozenset(usage.items()),
                    tuple(frozenset(picks) for picks in chosen))
             if key in seen:
                 continue
             seen.add(key)
-        by_provider: dict[int, list[tuple[str, int]]] = {}
-        for (p, rc), amount in usage.items():
-            by_provider.setdefault(p, []).append((rc, amount))
         # Providers in UUID order (positions need not follow UUIDs, see
         # engine.live), classes by name within each.
         allocations: dict[str, dict[str, int]] = {}
-        for p in sorted(by_provider, key=uuids.__getitem__):
-            amounts = by_provider[p]
-            if len(amounts) > 1:
-                amounts.sort()
-            allocations[uuids[p]] = dict(amounts)
-        mappings = {
-            g.suffix: ([uuids[picks[0]]] if len(picks) == 1
-                       else sorted({uuids[p] for p in picks}))
-            for g, picks in zip(groups, chosen, strict=True)
-        }
+        for uuid, rc, amount in sorted([(uuids[p], rc, amount)
+                                        for (p, rc), amount in usage.items()]):
+            held = allocations.get(uuid)
+            if held is None:
+                allocations[uuid] = {rc: amount}
+            else:
+                held[rc] = amount
+        mappings = {}
+        for suffix, picks in zip(suffixes, chosen, strict=True):
+            mappings[suffix] = ([uuids[picks[0]]] if len(picks) == 1
+                                else sorted({uuids[p] for p in picks}))
         yield Candidate(allocations, mappings, uuids[r])
