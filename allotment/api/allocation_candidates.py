@@ -37,6 +37,20 @@ def _allocation_request(cand: Candidate, want: tuple[int, int]) -> dict:
     return body
 
 
+def _encoded_request(cand: Candidate, want: tuple[int, int]) -> dict | orjson.Fragment:
+    """The allocation request of ``cand``; encoded once for a candidate the
+    engine hands out again (a host that did not change since the last such
+    request), kept with it."""
+    kept = cand.rendered
+    if kept is None:
+        return _allocation_request(cand, want)
+    shape = (want >= _DICT_REQUESTS, want >= _MAPPINGS)
+    encoded = kept.get(shape)
+    if encoded is None:
+        encoded = kept[shape] = orjson.Fragment(orjson.dumps(_allocation_request(cand, want)))
+    return encoded
+
+
 def _summary_body(s: service.ProviderSummary, requested: frozenset[str] | None,
                   want: tuple[int, int]) -> dict:
     body: dict = {"resources": {
@@ -116,7 +130,7 @@ class AllocationCandidates(Resource):
             randomize=placement.randomize_allocation_candidates,
             explain_limit=explain_limit)
         body = {
-            "allocation_requests": [_allocation_request(c, want) for c in found.candidates],
+            "allocation_requests": [_encoded_request(c, want) for c in found.candidates],
             "provider_summaries": _summaries(found.summaries, request, want),
         }
         if found.explanation is not None:

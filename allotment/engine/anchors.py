@@ -7,16 +7,21 @@ the providers (of the anchor's tree or sharing with it) that may take it.
 
 from __future__ import annotations
 
-import itertools
 import random
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
-from allotment.engine.plan import NO_USAGE, Candidate, Group, Plan, fits
-from allotment.engine.snapshot import CAPACITY, MAX_UNIT, MIN_UNIT, STEP_SIZE, Snapshot
+from allotment.engine.forest import lca
+from allotment.engine.plan import NO_USAGE, Group, Plan
+from allotment.engine.snapshot import CAPACITY, MAX_UNIT
+from allotment.engine.unsuffixed import (
+    READY,
+    lonely_search,
+    unsuffixed_option_lists,
+    unsuffixed_options,
+    unsuffixed_product,
+)
 
 _UNSET = object()
-# Marks a search result that is already a Candidate (see search_anchor).
-READY = object()
 
 
 class _Slot:
@@ -47,41 +52,6 @@ class _Slot:
         self.suffixed = bool(group.suffix)
 
 
-def _unsuffixed_options(plan: Plan, g: Group, r: int,
-                        rc: str, amount: int) -> list[int]:
-    snap = plan.snapshot
-    inventory, used, traits, uuids = snap.inventory, snap.used, snap.traits, snap.uuids
-    banned, members, forbidden = g.banned, g.members, g.forbidden
-    if r in banned:
-        return []
-    # An aggregate on the root spans the whole tree.
-    anyone = members is None or r in members
-    out = []
-    if g.tree_root is None or g.tree_root == r:
-        for p in snap.members_with(r, rc):
-            lim = inventory[p][rc]
-            # fits(), inlined: this runs for every class of every tree.
-            if (not lim[MIN_UNIT] <= amount <= lim[MAX_UNIT] or amount % lim[STEP_SIZE]
-                    or used.get(uuids[p], NO_USAGE).get(rc, 0) + amount > lim[CAPACITY]):
-                continue
-            if (banned and p in banned) or (forbidden and not forbidden.isdisjoint(traits[p])):
-                continue
-            if not anyone and p not in members:
-                continue
-            out.append(p)
-    if g.tree_root is None:
-        for s in snap.sharing_by_anchor.get(r, ()):
-            lim = inventory[s].get(rc)
-            if lim is None or not fits(lim, used.get(uuids[s], NO_USAGE).get(rc, 0), amount):
-                continue
-            if s in g.banned or not g.forbidden.isdisjoint(traits[s]):
-                continue
-            if g.members is not None and s not in g.members:
-                continue
-            out.append(s)
-    return out
-
-
 def _suffixed_options(plan: Plan, g: Group, r: int) -> list[int]:
     snap = plan.snapshot
     if g.resourceless:
@@ -100,7 +70,7 @@ def _build_slots(plan: Plan, r: int, rng: random.Random | None) -> list[_Slot] |
     if u is not None:
         upos = groups.index(u)
         for rc, amount in u.resources:
-            opts = _unsuffixed_options(plan, u, r, rc, amount)
+            opts = unsuffixed_options(plan, u, r, rc, amount)
             if not opts:
                 return None
             slots.append(_Slot(upos, u, ((rc, amount),), opts))
@@ -167,22 +137,6 @@ def _enough_capacity(plan: Plan, slots: list[_Slot]) -> bool:
     return True
 
 
-def _lca(snap: Snapshot, nodes: Iterable[int]) -> int | None:
-    parent, depth, root = snap.parent, snap.depth, snap.root
-    it = iter(nodes)
-    a = next(it)
-    for b in it:
-        if root[a] != root[b]:
-            return None
-        while depth[a] > depth[b]:
-            a = parent[a]
-        while depth[b] > depth[a]:
-            b = parent[b]
-        while a != b:
-            a, b = parent[a], parent[b]
-    return a
-
-
 def search_anchor(plan: Plan, r: int,
                    rng: random.Random | None) -> Iterator[tuple[dict, list]]:
     """Yield ``(usage, chosen)`` for every assignment anchored at root ``r``.
@@ -203,137 +157,14 @@ def search_anchor(plan: Plan, r: int,
                           [[r] * len(g.resources)]),))
         return iter(((READY, found),)) if found else iter(())
     if plan.only_unsuffixed and plan.nested_aware:
-        options = _unsuffixed_option_lists(plan, r, rng)
+        options = unsuffixed_option_lists(plan, r, rng)
         if options is None:
             return iter(())
-        return _unsuffixed_product(plan, r, options)
+        return unsuffixed_product(plan, r, options)
     slots = _build_slots(plan, r, rng)
     if slots is None:
         return iter(())
     return _AnchorSearch(plan, slots).walk(0)
-
-
-def _unsuffixed_option_lists(plan: Plan, r: int,
-                             rng: random.Random | None) -> list[list[int]] | None:
-    """The providers that may take each class of the unsuffixed group when
-    it is the whole request (what _build_slots makes slots of), or None when
-    some class has none or the required traits are nowhere among them."""
-    u = plan.unsuffixed
-    options = []
-    for rc, amount in u.resources:
-        opts = _unsuffixed_options(plan, u, r, rc, amount)
-        if not opts:
-            return None
-        options.append(opts)
-    if u.required:
-        traits_of = plan.snapshot.traits
-        have = set().union(*(traits_of[p] for opts in options for p in opts))
-        if any(any_of.isdisjoint(have) for any_of in u.required):
-            return None
-    if rng is not None:
-        for opts in options:
-            rng.shuffle(opts)
-    return options
-
-
-def lonely_search(plan: Plan) -> Callable[[int], Candidate | bool | None]:
-    """For a request of one unsuffixed group: a function of an anchor that
-    answers single-provider trees no sharing provider serves without the
-    general search and its bookkeeping (most hosts of most clouds are such
-    trees, so this is most of the work of a big answer).
-
-    The function returns the anchor's one candidate, ``False`` when it has
-    none, and ``None`` when the general search must decide (a tree of several
-    providers, one served by sharing providers, or a sharing root).  Only
-    for plans with ``only_unsuffixed``; built once per plan.
-    """
-    if plan.lonely is None:
-        plan.lonely = _lonely_search(plan)
-    return plan.lonely
-
-
-def _lonely_search(plan: Plan) -> Callable[[int], Candidate | bool | None]:
-    snap = plan.snapshot
-    g = plan.unsuffixed
-    many, served = snap.trees_of_many(), snap.sharing_by_anchor
-    is_sharing, traits_of, inventory, used = (
-        snap.is_sharing, snap.traits, snap.inventory, snap.used)
-    uuids = snap.uuids
-    root_ok = plan.root_ok if plan.root_required or plan.root_forbidden else None
-    tree_root, banned, members = g.tree_root, g.banned, g.members
-    forbidden, required, resources = g.forbidden, g.required, g.resources
-    allocates = plan.lonely_resources
-
-    def one(r: int) -> Candidate | bool | None:
-        if r in many or r in served:
-            return None
-        if root_ok is not None and not root_ok(r):
-            return False
-        if (tree_root is not None and tree_root != r) or r in banned:
-            return False
-        if members is not None and r not in members:
-            return False
-        traits = traits_of[r]
-        if not forbidden.isdisjoint(traits):
-            return False
-        for any_of in required:
-            if any_of.isdisjoint(traits):
-                return False
-        inv = inventory[r]
-        uuid = uuids[r]
-        usage = used.get(uuid, NO_USAGE)
-        for rc, amount in resources:
-            lim = inv.get(rc)
-            # fits(), inlined: this runs once per host of the cloud.
-            if (lim is None or not lim[MIN_UNIT] <= amount <= lim[MAX_UNIT]
-                    or amount % lim[STEP_SIZE]
-                    or usage.get(rc, 0) + amount > lim[CAPACITY]):
-                return False
-        if is_sharing[r]:
-            return None
-        return Candidate({uuid: allocates}, {"": [uuid]}, uuid)
-
-    return one
-
-
-def _unsuffixed_product(plan: Plan, r: int, options: list[list[int]]) -> Iterator[tuple]:
-    """Every assignment of the unsuffixed group alone, from 1.29.
-
-    Each class has its own providers to choose from (``options``, in the
-    group's class order), and no choice limits another: the candidates are
-    the product of the options (those whose providers together have the
-    required traits), in the order the general search would find them.
-    """
-    snap = plan.snapshot
-    uuids, traits, is_sharing, root = snap.uuids, snap.traits, snap.is_sharing, snap.root
-    required = plan.unsuffixed.required
-    wanted = plan.unsuffixed.resources
-    anchor = uuids[r]
-    # A candidate using only sharing providers (or those of other trees) may
-    # be reached from other anchors too, and goes through deduplication; one
-    # using a provider of this tree is reachable from here alone and is
-    # finished here, as _dedupe would.  Mostly no class can go elsewhere.
-    portable = all(any(is_sharing[p] or root[p] != r for p in opts) for opts in options)
-    for combo in itertools.product(*options):
-        if required:
-            have = set().union(*(traits[p] for p in set(combo)))
-            if any(any_of.isdisjoint(have) for any_of in required):
-                continue
-        if portable and all(is_sharing[p] or root[p] != r for p in combo):
-            yield ({(p, rc): amount for p, (rc, amount) in zip(combo, wanted, strict=True)},
-                   [list(combo)])
-            continue
-        # Providers in UUID order, classes by name within each (``wanted``
-        # is by name); the mapping lists the same providers in that order.
-        allocations: dict[str, dict[str, int]] = {}
-        for uuid, (rc, amount) in sorted(zip(map(uuids.__getitem__, combo), wanted,
-                                             strict=True)):
-            held = allocations.get(uuid)
-            if held is None:
-                allocations[uuid] = {rc: amount}
-            else:
-                held[rc] = amount
-        yield (READY, Candidate(allocations, {"": list(allocations)}, anchor))
 
 
 class _AnchorSearch:
@@ -405,7 +236,7 @@ class _AnchorSearch:
         for sid in slot.subtrees:
             picks = set(self.subtree_picks[sid])
             picks.add(p)
-            top = _lca(snap, picks)
+            top = lca(snap, picks)
             if top is None:
                 return False
             if top in picks:

@@ -34,8 +34,10 @@ from dataclasses import dataclass, field
 
 from allotment.engine import anchors, search, split
 from allotment.engine import plan as plan_mod
+from allotment.engine.forest import lca
 from allotment.engine.request import AllocationCandidatesRequest
 from allotment.engine.snapshot import Snapshot
+from allotment.engine.unsuffixed import READY
 
 
 @dataclass(frozen=True)
@@ -135,7 +137,7 @@ class _ExtPlan(plan_mod.Plan):
                 return False
         snap = self.snapshot
         for positive, negative in self.anti_pos:
-            top = anchors._lca(snap, {p for k in positive for p in chosen[k]})
+            top = lca(snap, {p for k in positive for p in chosen[k]})
             if top is None:
                 return False
             for k in negative:
@@ -179,7 +181,7 @@ def anchor_results(plan: _ExtPlan, r: int,
         usage, chosen = found
         # Ready-made candidates come only from requests without suffixed
         # groups, which the group constraints cannot concern.
-        if usage is anchors.READY or plan.accepts(chosen):
+        if usage is READY or plan.accepts(chosen):
             yield found
     if plan.split is not None:
         yield from plan.split.results(r, anchor_results(plan.split.reduced, r, rng))

@@ -62,13 +62,15 @@ class _Revisions:
 
 
 _REVISIONS = _Revisions()
+# Request kinds whose single-provider answers are kept (see lonely_memo).
+_LONELY_KINDS = 16
 
 
 class LiveSnapshot(Snapshot):
     """A :class:`Snapshot` that :meth:`replace_trees` and :meth:`add_usage` change."""
 
-    __slots__ = ("_free", "_interned", "_limits", "_maps", "_revs", "_root_keys",
-                 "_root_traits")
+    __slots__ = ("_free", "_interned", "_limits", "_lonely", "_maps", "_revs",
+                 "_root_keys", "_root_traits")
 
     # -- construction ------------------------------------------------------
 
@@ -115,6 +117,7 @@ class LiveSnapshot(Snapshot):
         # callers can keep what they derive from it until it changes.
         first = _REVISIONS.take(n)
         self._revs = list(range(first, first + n))
+        self._lonely: dict[object, dict[int, tuple]] = {}
         # Identical trait sets, aggregate sets, limits and inventory maps are
         # stored once, as Snapshot.build does.
         self._interned = {}
@@ -151,6 +154,21 @@ class LiveSnapshot(Snapshot):
         (inventories, usage, traits, aggregates, name, generation, place in
         its tree)."""
         return self._revs[self.index[uuid]]
+
+    def position_revisions(self) -> list[int]:
+        """:meth:`revision` of every position (read only)."""
+        return self._revs
+
+    def lonely_memo(self, key: object) -> dict[int, tuple]:
+        """A place for the search to keep, per single-provider root, what a
+        request of kind ``key`` made of it, with the root's revision then.
+        A few kinds are kept; schedulers ask the same few over and over."""
+        found = self._lonely.get(key)
+        if found is None:
+            if len(self._lonely) >= _LONELY_KINDS:
+                self._lonely.clear()
+            found = self._lonely[key] = {}
+        return found
 
     def _touch(self, i: int) -> None:
         self._revs[i] = _REVISIONS.take()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from allotment.engine.request import AllocationCandidatesRequest, RequestGroup
 from allotment.engine.snapshot import (
@@ -41,6 +41,10 @@ class Candidate:
     allocations: Mapping[str, Mapping[str, int]]
     mappings: Mapping[str, list[str]]
     anchor: str
+    # Where renderers may keep what they make of a candidate the engine
+    # hands out again in later answers (see unsuffixed.lonely_search); None for
+    # a candidate made for one answer.
+    rendered: dict | None = field(default=None, compare=False)
 
 
 def fits(limits: tuple, used: int, amount: int) -> bool:
@@ -165,7 +169,7 @@ class Plan:
         # What such a candidate allocates, shared by every one of them.
         self.lonely_resources = (dict(self.unsuffixed.resources)
                                  if self.only_unsuffixed else {})
-        # The anchor-at-a-time shortcut for such requests (anchors.lonely_search).
+        # The anchor-at-a-time shortcut for such requests (unsuffixed.lonely_search).
         self.lonely: Callable[[int], object] | None = None
 
     @classmethod

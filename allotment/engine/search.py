@@ -25,10 +25,11 @@ import itertools
 import random
 from collections.abc import Callable, Iterable, Iterator
 
-from allotment.engine.anchors import READY, lonely_search, search_anchor
+from allotment.engine.anchors import search_anchor
 from allotment.engine.plan import Candidate, Plan
 from allotment.engine.request import AllocationCandidatesRequest
 from allotment.engine.snapshot import Snapshot
+from allotment.engine.unsuffixed import READY, lonely_search
 
 __all__ = ["STRATEGIES", "Candidate", "find_candidates", "provider_summary_uuids"]
 

@@ -46,9 +46,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from itertools import chain, compress, islice, repeat, tee
-from operator import add, attrgetter, methodcaller
+from operator import attrgetter, methodcaller
 from types import MappingProxyType
 
+from allotment.engine.forest import roots_and_depths
 from allotment.engine.records import (
     CAPACITY,
     MAX_UNIT,
@@ -201,7 +202,7 @@ class Snapshot:
         parents.discard(-1)
         has_nested = bool(parents)
         if has_nested:
-            root, depth = _roots_and_depths(parent)
+            root, depth = roots_and_depths(parent)
         else:
             root, depth = list(range(n)), [0] * n
         claims = in_uuid_order(field_of("root_uuid"))
@@ -428,6 +429,16 @@ class Snapshot:
             lazy.subtrees = subtrees
         return lazy.subtrees
 
+    def position_revisions(self) -> list[int] | None:
+        """Per position, a number that changes whenever the provider does;
+        None where the snapshot never changes (see engine.live)."""
+        return None
+
+    def lonely_memo(self, key: object) -> dict[int, tuple] | None:
+        """Where a snapshot that changes keeps per-root search results
+        (see engine.live); None here."""
+        return None
+
     def is_lonely(self, r: int) -> bool:
         """Whether root ``r`` is a tree of one provider that no sharing
         provider serves."""
@@ -506,23 +517,3 @@ class Snapshot:
         while self.depth[node] > self.depth[ancestor]:
             node = self.parent[node]
         return node == ancestor
-
-
-def _roots_and_depths(parent: list[int]) -> tuple[list[int], list[int]]:
-    """Root and depth of every provider, by pointer jumping.
-
-    Each pass doubles how far every provider looks up its parent chain, so a
-    forest of depth d takes about log2(d) passes of whole-list operations.
-    """
-    n = len(parent)
-    up = [i if p == -1 else p for i, p in enumerate(parent)]
-    dist = [0 if p == -1 else 1 for p in parent]
-    for _ in range(n.bit_length() + 1):
-        further = list(map(up.__getitem__, up))
-        if further == up:
-            break
-        dist = list(map(add, dist, map(dist.__getitem__, up)))
-        up = further
-    if any(parent[r] != -1 for r in up):
-        raise ValueError("provider parent cycle detected")
-    return up, dist

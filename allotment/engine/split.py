@@ -33,8 +33,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 
-from allotment.engine import anchors, search
 from allotment.engine import plan as plan_mod
+from allotment.engine import search, unsuffixed
 from allotment.engine.request import AllocationCandidatesRequest, RequestGroup
 from allotment.engine.snapshot import CAPACITY, MAX_UNIT, MIN_UNIT, STEP_SIZE, Snapshot
 
@@ -75,7 +75,7 @@ class SplitPlan:
         as the standard search would find them."""
         snap = self.snapshot
         out = []
-        for p in anchors._unsuffixed_options(self.full, self.unsuffixed, r, rc, amount):
+        for p in unsuffixed.unsuffixed_options(self.full, self.unsuffixed, r, rc, amount):
             already = usage.get((p, rc), 0)
             if already:
                 lim = snap.inventory[p][rc]
@@ -136,7 +136,7 @@ class SplitPlan:
         snap = self.snapshot
         required = self.unsuffixed.required
         for usage, chosen in rest:
-            if usage is anchors.READY:
+            if usage is unsuffixed.READY:
                 usage, chosen = _unpack(snap, chosen)
             base: list[list[int]] = [[] for _ in self.full.groups]
             for pos, picks in zip(self.positions, chosen, strict=True):

@@ -19,8 +19,10 @@ from hypothesis import strategies as st
 
 from allotment.engine import (
     SHARES_TRAIT,
+    AllocationCandidatesRequest,
     Inventory,
     ProviderRecord,
+    RequestGroup,
     Snapshot,
     find_candidates,
     provider_summary_uuids,
@@ -144,6 +146,7 @@ def test_live_snapshot_matches_a_fresh_build(data):
                                    for rc, inv in rec.inventories.items()})
          for u, rec in records.items()])
     counter = [0]
+    asked: list = []
     for _ in range(data.draw(st.integers(1, 6))):
         kind, new, roots, deltas = data.draw(changes(records, counter))
         if kind == "usage":
@@ -163,10 +166,10 @@ def test_live_snapshot_matches_a_fresh_build(data):
                 for key in [k for k in usage if k[0] == u]:
                     del usage[key]
             records = new
-        _compare(live, records, usage, data)
+        _compare(live, records, usage, data, asked)
 
 
-def _compare(live: LiveSnapshot, records, usage, data) -> None:
+def _compare(live: LiveSnapshot, records, usage, data, asked: list) -> None:
     used: dict[str, dict[str, int]] = {}
     for (u, rc), n in usage.items():
         if n and u in records:
@@ -189,14 +192,48 @@ def _compare(live: LiveSnapshot, records, usage, data) -> None:
     assert shared == {fresh.uuids[s]: sorted(fresh.uuids[r] for r in a)
                       for s, a in fresh.anchors_of_sharing.items()}
     uuids = sorted(records) or [pid(1)]
-    for _ in range(3):
-        request = data.draw(requests(uuids))
+    # Requests asked before the change are asked again: what the live
+    # snapshot remembers of their answers (see LiveSnapshot.lonely_memo)
+    # must follow every change.
+    fresh_ones = [data.draw(requests(uuids)) for _ in range(3)]
+    for request in asked[-3:] + fresh_ones:
         for strategy in ("depth-first", "breadth-first"):
             got = list(find_candidates(live, request, strategy=strategy))
             want = list(find_candidates(fresh, request, strategy=strategy))
             assert got == want
         assert (provider_summary_uuids(live, got, nested_aware=request.nested_aware)
                 == provider_summary_uuids(fresh, want, nested_aware=request.nested_aware))
+    asked.extend(fresh_ones)
+
+
+def test_single_provider_answers_are_kept_until_their_host_changes():
+    flat = {"VCPU": Inventory(total=4), "MEMORY_MB": Inventory(total=1024)}
+    live = LiveSnapshot.build([ProviderRecord(uuid=pid(i), inventories=flat)
+                               for i in range(1, 6)])
+    request = AllocationCandidatesRequest.for_microversion(
+        (1, 39), groups=(RequestGroup(suffix="", resources={"VCPU": 2, "MEMORY_MB": 512}),))
+    first = list(find_candidates(live, request))
+    assert [c.anchor for c in first] == [pid(i) for i in range(1, 6)]
+    again = list(find_candidates(live, request))
+    # Unchanged hosts: the very same candidates, with what renderers kept.
+    assert all(a is b for a, b in zip(first, again, strict=True))
+    assert all(c.rendered == {} for c in again)
+    # Host 3 fills up: it drops out, the others are still the same objects.
+    live.add_usage([(pid(3), "VCPU", 3)])
+    after = list(find_candidates(live, request))
+    assert [c.anchor for c in after] == [pid(i) for i in (1, 2, 4, 5)]
+    assert all(c is first[[x.anchor for x in first].index(c.anchor)] for c in after)
+    # It empties again: back, as a new candidate equal to the first one.
+    live.add_usage([(pid(3), "VCPU", -3)])
+    back = list(find_candidates(live, request))
+    assert back == first and back[2] is not first[2]
+    # Another kind of request is remembered apart.
+    bigger = AllocationCandidatesRequest.for_microversion(
+        (1, 39), groups=(RequestGroup(suffix="", resources={"VCPU": 4}),))
+    assert len(list(find_candidates(live, bigger))) == 5
+    live.add_usage([(pid(1), "VCPU", 1)])
+    assert [c.anchor for c in find_candidates(live, bigger)] == [pid(i) for i in (2, 3, 4, 5)]
+    assert [c.anchor for c in find_candidates(live, request)] == [pid(i) for i in range(1, 6)]
 
 
 def test_replace_trees_moves_a_subtree_and_reanchors_sharing():
