@@ -16,9 +16,8 @@ from allotment.engine.snapshot import CAPACITY, MAX_UNIT
 from allotment.engine.unsuffixed import (
     READY,
     lonely_search,
-    unsuffixed_option_lists,
+    tree_search,
     unsuffixed_options,
-    unsuffixed_product,
 )
 
 _UNSET = object()
@@ -157,10 +156,7 @@ def search_anchor(plan: Plan, r: int,
                           [[r] * len(g.resources)]),))
         return iter(((READY, found),)) if found else iter(())
     if plan.only_unsuffixed and plan.nested_aware:
-        options = unsuffixed_option_lists(plan, r, rng)
-        if options is None:
-            return iter(())
-        return unsuffixed_product(plan, r, options)
+        return tree_search(plan, r, rng)
     slots = _build_slots(plan, r, rng)
     if slots is None:
         return iter(())

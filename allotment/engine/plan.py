@@ -171,6 +171,9 @@ class Plan:
                                  if self.only_unsuffixed else {})
         # The anchor-at-a-time shortcut for such requests (unsuffixed.lonely_search).
         self.lonely: Callable[[int], object] | None = None
+        # What a changing snapshot keeps of such requests' answers, per tree
+        # (unsuffixed.tree_search); looked up on first use.
+        self.tree_memo: dict | None = None
 
     @classmethod
     def compile(cls, snapshot: Snapshot,

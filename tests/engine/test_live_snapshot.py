@@ -236,6 +236,57 @@ def test_single_provider_answers_are_kept_until_their_host_changes():
     assert [c.anchor for c in find_candidates(live, request)] == [pid(i) for i in range(1, 6)]
 
 
+def test_tree_answers_are_kept_until_a_provider_of_the_tree_or_its_sharing_changes():
+    numa = {"VCPU": Inventory(total=4)}
+    records = []
+    for h in (1, 2, 3):
+        root = pid(10 * h)
+        records.append(ProviderRecord(uuid=root, inventories={"MEMORY_MB": Inventory(total=64)},
+                                      aggregates=frozenset({f"agg{h}"})))
+        records += [ProviderRecord(uuid=pid(10 * h + n), parent_uuid=root, inventories=numa)
+                    for n in (1, 2)]
+    # A disk pool shared with host 3 only.
+    records.append(ProviderRecord(uuid=pid(99), inventories={"DISK_GB": Inventory(total=100)},
+                                  traits=frozenset({SHARES_TRAIT}),
+                                  aggregates=frozenset({"agg3"})))
+    live = LiveSnapshot.build(records)
+    request = AllocationCandidatesRequest.for_microversion(
+        (1, 39), groups=(RequestGroup(suffix="", resources={"VCPU": 1, "MEMORY_MB": 8}),))
+    first = list(find_candidates(live, request))
+    assert len(first) == 6
+    again = list(find_candidates(live, request))
+    assert all(a is b for a, b in zip(first, again, strict=True))
+
+    def of_host(cands, h):
+        return [c for c in cands if c.anchor == pid(10 * h)]
+
+    # A NUMA node of host 2 fills up: host 2 is searched again, the rest kept.
+    live.add_usage([(pid(21), "VCPU", 4)])
+    after = list(find_candidates(live, request))
+    assert len(of_host(after, 2)) == 1
+    assert all(c in first and any(c is f for f in first)
+               for c in of_host(after, 1) + of_host(after, 3))
+    # The sharing provider serving host 3 changes: host 3 is searched again
+    # (with disk asked for, its candidates take it from the pool).
+    with_disk = AllocationCandidatesRequest.for_microversion(
+        (1, 39), groups=(RequestGroup(suffix="", resources={"VCPU": 1, "DISK_GB": 60}),))
+    assert [c.anchor for c in find_candidates(live, with_disk)] == [pid(30)] * 2
+    live.add_usage([(pid(99), "DISK_GB", 50)])
+    assert list(find_candidates(live, with_disk)) == []
+    live.add_usage([(pid(99), "DISK_GB", -50)])
+    assert [c.anchor for c in find_candidates(live, with_disk)] == [pid(30)] * 2
+    # A new provider in host 1's tree is seen at once.
+    live.replace_trees([pid(10)], [*(r for r in records if r.uuid in (pid(10), pid(11), pid(12))),
+                                   ProviderRecord(uuid=pid(13), parent_uuid=pid(10),
+                                                  inventories=numa)])
+    assert len(of_host(list(find_candidates(live, request)), 1)) == 3
+    fresh = Snapshot.build([*(r for r in records if r.uuid not in (pid(10), pid(11), pid(12))),
+                            *(r for r in records if r.uuid in (pid(10), pid(11), pid(12))),
+                            ProviderRecord(uuid=pid(13), parent_uuid=pid(10), inventories=numa)])
+    fresh = fresh.with_usage({pid(21): {"VCPU": 4}})
+    assert list(find_candidates(live, request)) == list(find_candidates(fresh, request))
+
+
 def test_replace_trees_moves_a_subtree_and_reanchors_sharing():
     inv = {"VCPU": Inventory(total=4)}
     records = [
