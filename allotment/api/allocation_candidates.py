@@ -45,9 +45,10 @@ def _encoded_request(cand: Candidate, want: tuple[int, int]) -> dict | orjson.Fr
     if kept is None:
         return _allocation_request(cand, want)
     shape = (want >= _DICT_REQUESTS, want >= _MAPPINGS)
-    encoded = kept.get(shape)
-    if encoded is None:
-        encoded = kept[shape] = orjson.Fragment(orjson.dumps(_allocation_request(cand, want)))
+    if kept and kept[0] == shape:
+        return kept[1]
+    encoded = rendering.fragment(_allocation_request(cand, want))
+    cand.rendered = (shape, encoded)
     return encoded
 
 
@@ -92,7 +93,7 @@ def _summaries(summaries: list[service.ProviderSummary],
         if cached is not None and cached[0] == s.revision:
             encoded = cached[1]
         else:
-            encoded = orjson.Fragment(orjson.dumps(_summary_body(s, requested, want)))
+            encoded = rendering.fragment(_summary_body(s, requested, want))
             _ENCODED[key] = (s.revision, encoded)
         result[s.uuid] = encoded
     return result

@@ -100,7 +100,7 @@ def encoded_provider_bodies(req: falcon.Request, views: list) -> list:
         key = (view.revision, shape)
         encoded = _ENCODED.get(key)
         if encoded is None:
-            encoded = _ENCODED[key] = orjson.Fragment(orjson.dumps(provider_body(req, view)))
+            encoded = _ENCODED[key] = rendering.fragment(provider_body(req, view))
         out.append(encoded)
     return out
 

@@ -63,7 +63,7 @@ class _Revisions:
 
 _REVISIONS = _Revisions()
 # Request kinds whose single-provider answers are kept (see lonely_memo).
-_LONELY_KINDS = 16
+_LONELY_KINDS = 3
 
 
 class LiveSnapshot(Snapshot):
@@ -162,12 +162,16 @@ class LiveSnapshot(Snapshot):
     def lonely_memo(self, key: object) -> dict[int, tuple]:
         """A place for the search to keep, per single-provider root, what a
         request of kind ``key`` made of it, with the root's revision then.
-        A few kinds are kept; schedulers ask the same few over and over."""
-        found = self._lonely.get(key)
+        The few kinds asked for most recently are kept (schedulers ask the
+        same few over and over), bounding the memory: about 1 KB per host
+        and kind with what renderers keep."""
+        found = self._lonely.pop(key, None)
         if found is None:
+            found = {}
             if len(self._lonely) >= _LONELY_KINDS:
-                self._lonely.clear()
-            found = self._lonely[key] = {}
+                # The kind asked for least recently goes.
+                del self._lonely[next(iter(self._lonely))]
+        self._lonely[key] = found
         return found
 
     def _touch(self, i: int) -> None:

@@ -42,9 +42,9 @@ class Candidate:
     mappings: Mapping[str, list[str]]
     anchor: str
     # Where renderers may keep what they make of a candidate the engine
-    # hands out again in later answers (see unsuffixed.lonely_search); None for
-    # a candidate made for one answer.
-    rendered: dict | None = field(default=None, compare=False)
+    # hands out again in later answers (see unsuffixed.lonely_search): ()
+    # until they do; None for a candidate made for one answer.
+    rendered: tuple | None = field(default=None, compare=False)
 
 
 def fits(limits: tuple, used: int, amount: int) -> bool:

@@ -156,7 +156,7 @@ def _lonely_search(plan: Plan) -> Callable[[int], Candidate | bool | None]:
             return kept[1]
         found = check(r)
         if found:
-            found.rendered = {}
+            found.rendered = ()
         memo[r] = (revision, found)
         return found
 
@@ -242,6 +242,6 @@ def tree_search(plan: Plan, r: int, rng: random.Random | None) -> Iterator[tuple
     if memo is not None:
         for usage, cand in found:
             if usage is READY:
-                cand.rendered = {}
+                cand.rendered = ()
         memo[r] = (stamp, found)
     return iter(found)

@@ -217,7 +217,7 @@ def test_single_provider_answers_are_kept_until_their_host_changes():
     again = list(find_candidates(live, request))
     # Unchanged hosts: the very same candidates, with what renderers kept.
     assert all(a is b for a, b in zip(first, again, strict=True))
-    assert all(c.rendered == {} for c in again)
+    assert all(c.rendered == () for c in again)
     # Host 3 fills up: it drops out, the others are still the same objects.
     live.add_usage([(pid(3), "VCPU", 3)])
     after = list(find_candidates(live, request))
