@@ -102,13 +102,17 @@ def _lonely_search(plan: Plan) -> Callable[[int], Candidate | bool | None]:
     is_sharing, traits_of, inventory, used = (
         snap.is_sharing, snap.traits, snap.inventory, snap.used)
     uuids = snap.uuids
-    root_ok = plan.root_ok if plan.root_required or plan.root_forbidden else None
+    # Only the request's own root traits: what a subclass of Plan adds to
+    # root_ok (the extensions' root aggregates) is checked by search_anchor,
+    # and must not end up in an answer kept for requests without it.
+    root_required, root_forbidden = plan.root_required, plan.root_forbidden
     tree_root, banned, members = g.tree_root, g.banned, g.members
     forbidden, required, resources = g.forbidden, g.required, g.resources
     allocates = plan.lonely_resources
 
     def check(r: int) -> Candidate | bool | None:
-        if root_ok is not None and not root_ok(r):
+        if (root_required or root_forbidden) and not (
+                root_required <= traits_of[r] and root_forbidden.isdisjoint(traits_of[r])):
             return False
         if (tree_root is not None and tree_root != r) or r in banned:
             return False

@@ -236,6 +236,25 @@ def test_single_provider_answers_are_kept_until_their_host_changes():
     assert [c.anchor for c in find_candidates(live, request)] == [pid(i) for i in range(1, 6)]
 
 
+def test_an_extension_filter_on_roots_stays_out_of_kept_answers():
+    from allotment.engine import extensions
+    from allotment.engine.extensions import ExtendedRequest
+
+    inv = {"VCPU": Inventory(total=4)}
+    live = LiveSnapshot.build([
+        ProviderRecord(uuid=pid(1), inventories=inv, traits=frozenset({"CUSTOM_A"}),
+                       aggregates=frozenset({"agg"})),
+        ProviderRecord(uuid=pid(2), inventories=inv, traits=frozenset({"CUSTOM_A"}))])
+    request = AllocationCandidatesRequest.for_microversion(
+        (1, 39), groups=(RequestGroup(suffix="", resources={"VCPU": 1}),),
+        root_required=frozenset({"CUSTOM_A"}))
+    narrowed = ExtendedRequest(request, root_member_of=(frozenset({"agg"}),))
+    assert [c.anchor for c in extensions.find_candidates(live, narrowed)] == [pid(1)]
+    # The same request without root_member_of: both roots.
+    assert [c.anchor for c in find_candidates(live, request)] == [pid(1), pid(2)]
+    assert [c.anchor for c in extensions.find_candidates(live, narrowed)] == [pid(1)]
+
+
 def test_tree_answers_are_kept_until_a_provider_of_the_tree_or_its_sharing_changes():
     numa = {"VCPU": Inventory(total=4)}
     records = []
