@@ -10,6 +10,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable, Iterator
 
+from allotment.engine import kept
 from allotment.engine.forest import lca
 from allotment.engine.plan import NO_USAGE, Group, Plan
 from allotment.engine.snapshot import CAPACITY, MAX_UNIT
@@ -157,10 +158,18 @@ def search_anchor(plan: Plan, r: int,
         return iter(((READY, found),)) if found else iter(())
     if plan.only_unsuffixed and plan.nested_aware:
         return tree_search(plan, r, rng)
-    slots = _build_slots(plan, r, rng)
-    if slots is None:
-        return iter(())
-    return _AnchorSearch(plan, slots).walk(0)
+    def search() -> Iterator[tuple]:
+        slots = _build_slots(plan, r, rng)
+        return iter(()) if slots is None else _AnchorSearch(plan, slots).walk(0)
+
+    if type(plan) is not Plan:
+        # A subclass (the extensions') may change what the search finds.
+        return search()
+    request = plan.request
+    kind = ("general", tuple((g.suffix, g.signature()) for g in plan.groups),
+            plan.isolate, request.same_subtrees, plan.root_required, plan.root_forbidden,
+            plan.nested_aware)
+    return kept.tree_answer(plan, r, rng, kind, search)
 
 
 class _AnchorSearch:

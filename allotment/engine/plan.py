@@ -171,9 +171,9 @@ class Plan:
                                  if self.only_unsuffixed else {})
         # The anchor-at-a-time shortcut for such requests (unsuffixed.lonely_search).
         self.lonely: Callable[[int], object] | None = None
-        # What a changing snapshot keeps of such requests' answers, per tree
-        # (unsuffixed.tree_search); looked up on first use.
-        self.tree_memo: dict | None = None
+        # What a changing snapshot keeps of this request's answers, per kind
+        # of search (engine.kept); looked up on first use.
+        self.kept: dict = {}
 
     @classmethod
     def compile(cls, snapshot: Snapshot,

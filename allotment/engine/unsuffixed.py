@@ -14,6 +14,7 @@ import itertools
 import random
 from collections.abc import Callable, Iterator
 
+from allotment.engine import kept
 from allotment.engine.plan import NO_USAGE, Candidate, Group, Plan, fits
 from allotment.engine.snapshot import CAPACITY, MAX_UNIT, MIN_UNIT, STEP_SIZE
 
@@ -207,45 +208,21 @@ def unsuffixed_product(plan: Plan, r: int, options: list[list[int]]) -> Iterator
         yield (READY, Candidate(allocations, {"": list(allocations)}, anchor))
 
 
-# A tree's answer is kept only when it is at most this many candidates: a
-# tree with many interchangeable providers can have thousands, and a request
-# with a limit takes few of them.
-_KEPT_PER_TREE = 64
-
-
 def tree_search(plan: Plan, r: int, rng: random.Random | None) -> Iterator[tuple]:
     """Every assignment of the unsuffixed group alone anchored at ``r``
     (from 1.29), for a tree of several providers or one that sharing
-    providers serve.
+    providers serve; kept between requests (see engine.kept)."""
+    def search() -> Iterator[tuple]:
+        options = unsuffixed_option_lists(plan, r, rng)
+        return iter(()) if options is None else unsuffixed_product(plan, r, options)
 
-    A changing snapshot keeps the answer per tree, stamped with the
-    revisions of the tree's providers and of the sharing providers serving
-    it, until one of them changes (not with a random order).
-    """
-    snap = plan.snapshot
-    memo = plan.tree_memo
-    revisions = snap.position_revisions()
-    if memo is None and revisions is not None and rng is None:
-        memo = plan.tree_memo = snap.lonely_memo(
-            ("trees", plan.unsuffixed.signature(), plan.root_required, plan.root_forbidden))
-    stamp = None
-    if memo is not None:
-        stamp = (tuple(map(revisions.__getitem__, snap.tree_members(r))),
-                 tuple(map(revisions.__getitem__, snap.sharing_by_anchor.get(r, ()))))
-        kept = memo.get(r)
-        if kept is not None and kept[0] == stamp:
-            return iter(kept[1])
-    options = unsuffixed_option_lists(plan, r, rng)
-    if options is None:
-        found: list = []
-    else:
-        produced = unsuffixed_product(plan, r, options)
-        found = list(itertools.islice(produced, _KEPT_PER_TREE + 1))
-        if len(found) > _KEPT_PER_TREE:
-            return itertools.chain(found, produced)
-    if memo is not None:
-        for usage, cand in found:
-            if usage is READY:
-                cand.rendered = ()
-        memo[r] = (stamp, found)
-    return iter(found)
+    kind = ("unsuffixed", plan.unsuffixed.signature(), plan.root_required,
+            plan.root_forbidden)
+    return kept.tree_answer(plan, r, rng, kind, search, _renderable)
+
+
+def _renderable(results: list) -> None:
+    # Kept candidates may keep what renderers make of them.
+    for usage, cand in results:
+        if usage is READY:
+            cand.rendered = ()

@@ -304,6 +304,18 @@ def test_tree_answers_are_kept_until_a_provider_of_the_tree_or_its_sharing_chang
                             ProviderRecord(uuid=pid(13), parent_uuid=pid(10), inventories=numa)])
     fresh = fresh.with_usage({pid(21): {"VCPU": 4}})
     assert list(find_candidates(live, request)) == list(find_candidates(fresh, request))
+    # Requests with suffixed groups are kept per tree too.
+    granular = AllocationCandidatesRequest.for_microversion(
+        (1, 39), groups=(RequestGroup(suffix="", resources={"MEMORY_MB": 8}),
+                         RequestGroup(suffix="_A", resources={"VCPU": 1}),
+                         RequestGroup(suffix="_B", resources={"VCPU": 1})),
+        group_policy="isolate")
+    before = list(find_candidates(live, granular))
+    assert before == list(find_candidates(fresh, granular))
+    live.add_usage([(pid(12), "VCPU", 4)])
+    fresh = fresh.with_usage({pid(21): {"VCPU": 4}, pid(12): {"VCPU": 4}})
+    after = list(find_candidates(live, granular))
+    assert after == list(find_candidates(fresh, granular)) and after != before
 
 
 def test_replace_trees_moves_a_subtree_and_reanchors_sharing():
