@@ -17,6 +17,9 @@ from collections.abc import Callable, Hashable, Iterator
 
 from allotment.engine.plan import Plan
 
+# Results kept at least, however small the world.
+MIN_BUDGET = 10_000
+
 # A tree's answer is kept only when it is at most this many results: a tree
 # with many interchangeable providers can have thousands, and a request with
 # a limit takes few of them.
@@ -34,12 +37,12 @@ def tree_answer(plan: Plan, r: int, rng: random.Random | None, kind: Hashable,
     revisions = snap.position_revisions()
     if revisions is None or rng is not None:
         return search()
-    memo = plan.kept.get(kind)
-    if memo is None:
-        memo = plan.kept[kind] = snap.lonely_memo(kind)
+    answers = plan.kept.get(kind)
+    if answers is None:
+        answers = plan.kept[kind] = snap.kept_answers(kind)
     stamp = (tuple(map(revisions.__getitem__, snap.tree_members(r))),
              tuple(map(revisions.__getitem__, snap.sharing_by_anchor.get(r, ()))))
-    found = memo.get(r)
+    found = answers.get(r)
     if found is not None and found[0] == stamp:
         return iter(found[1])
     produced = search()
@@ -48,5 +51,60 @@ def tree_answer(plan: Plan, r: int, rng: random.Random | None, kind: Hashable,
         return itertools.chain(results, produced)
     if keep is not None:
         keep(results)
-    memo[r] = (stamp, results)
+    answers.keep(r, stamp, results, max(1, len(results)))
     return iter(results)
+
+
+class Kind(dict):
+    """Kept answers of one kind of request: root position ->
+    ``(stamp, answer, results counted)``."""
+
+    __slots__ = ("store",)
+
+    def __init__(self, store: Store) -> None:
+        super().__init__()
+        self.store = store
+
+    def keep(self, r: int, stamp: object, answer: object, count: int) -> None:
+        """Keep ``answer`` for root ``r`` if the budget allows (making room
+        by dropping the kinds asked for least recently)."""
+        store = self.store
+        old = self.get(r)
+        if old is not None:
+            store.results -= old[2]
+            del self[r]
+        if store.results + count > store.budget():
+            store.make_room(count, self)
+            if store.results + count > store.budget():
+                return
+        self[r] = (stamp, answer, count)
+        store.results += count
+
+
+class Store:
+    """The kept answers of one changing snapshot, by kind of request."""
+
+    def __init__(self, providers: Callable[[], int]) -> None:
+        self._providers = providers
+        self.kinds: dict[Hashable, Kind] = {}
+        self.results = 0
+
+    def budget(self) -> int:
+        return max(MIN_BUDGET, self._providers())
+
+    def kind(self, key: Hashable) -> Kind:
+        """The answers kept for ``key``, now the kind asked for most recently."""
+        found = self.kinds.pop(key, None)
+        if found is None:
+            found = Kind(self)
+        self.kinds[key] = found
+        return found
+
+    def make_room(self, count: int, keeping: Kind) -> None:
+        for key in list(self.kinds):
+            if self.results + count <= self.budget():
+                return
+            kind = self.kinds[key]
+            if kind is not keeping:
+                del self.kinds[key]
+                self.results -= sum(entry[2] for entry in kind.values())

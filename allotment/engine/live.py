@@ -28,8 +28,9 @@ from __future__ import annotations
 
 import threading
 from bisect import bisect_left
-from collections.abc import Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 
+from allotment.engine import kept
 from allotment.engine.snapshot import (
     SHARES_TRAIT,
     ProviderRecord,
@@ -62,14 +63,12 @@ class _Revisions:
 
 
 _REVISIONS = _Revisions()
-# Request kinds whose single-provider answers are kept (see lonely_memo).
-_LONELY_KINDS = 3
 
 
 class LiveSnapshot(Snapshot):
     """A :class:`Snapshot` that :meth:`replace_trees` and :meth:`add_usage` change."""
 
-    __slots__ = ("_free", "_interned", "_limits", "_lonely", "_maps", "_revs",
+    __slots__ = ("_free", "_interned", "_kept", "_limits", "_maps", "_revs",
                  "_root_keys", "_root_traits")
 
     # -- construction ------------------------------------------------------
@@ -117,7 +116,7 @@ class LiveSnapshot(Snapshot):
         # callers can keep what they derive from it until it changes.
         first = _REVISIONS.take(n)
         self._revs = list(range(first, first + n))
-        self._lonely: dict[object, dict[int, tuple]] = {}
+        self._kept = kept.Store(self.__len__)
         # Identical trait sets, aggregate sets, limits and inventory maps are
         # stored once, as Snapshot.build does.
         self._interned = {}
@@ -159,20 +158,10 @@ class LiveSnapshot(Snapshot):
         """:meth:`revision` of every position (read only)."""
         return self._revs
 
-    def lonely_memo(self, key: object) -> dict[int, tuple]:
-        """A place for the search to keep, per single-provider root, what a
-        request of kind ``key`` made of it, with the root's revision then.
-        The few kinds asked for most recently are kept (schedulers ask the
-        same few over and over), bounding the memory: about 1 KB per host
-        and kind with what renderers keep."""
-        found = self._lonely.pop(key, None)
-        if found is None:
-            found = {}
-            if len(self._lonely) >= _LONELY_KINDS:
-                # The kind asked for least recently goes.
-                del self._lonely[next(iter(self._lonely))]
-        self._lonely[key] = found
-        return found
+    def kept_answers(self, kind: Hashable) -> kept.Kind:
+        """Where the search keeps its answers to requests of ``kind`` per
+        tree (see engine.kept)."""
+        return self._kept.kind(kind)
 
     def _touch(self, i: int) -> None:
         self._revs[i] = _REVISIONS.take()

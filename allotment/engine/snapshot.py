@@ -434,9 +434,9 @@ class Snapshot:
         None where the snapshot never changes (see engine.live)."""
         return None
 
-    def lonely_memo(self, key: object) -> dict[int, tuple] | None:
-        """Where a snapshot that changes keeps per-root search results
-        (see engine.live); None here."""
+    def kept_answers(self, kind: object) -> None:
+        """Where a snapshot that changes keeps per-tree search results (see
+        engine.kept); this one never changes and keeps none."""
         return None
 
     def is_lonely(self, r: int) -> bool:

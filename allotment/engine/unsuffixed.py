@@ -139,7 +139,8 @@ def _lonely_search(plan: Plan) -> Callable[[int], Candidate | bool | None]:
             return None
         return Candidate({uuid: allocates}, {"": [uuid]}, uuid)
 
-    memo = snap.lonely_memo((g.signature(), plan.root_required, plan.root_forbidden))
+    memo = snap.kept_answers(("single", g.signature(), plan.root_required,
+                              plan.root_forbidden))
     if memo is None:
         def one(r: int) -> Candidate | bool | None:
             if r in many or r in served:
@@ -156,13 +157,13 @@ def _lonely_search(plan: Plan) -> Callable[[int], Candidate | bool | None]:
         if r in many or r in served:
             return None
         revision = revisions[r]
-        kept = memo.get(r)
-        if kept is not None and kept[0] == revision:
-            return kept[1]
+        held = memo.get(r)
+        if held is not None and held[0] == revision:
+            return held[1]
         found = check(r)
         if found:
             found.rendered = ()
-        memo[r] = (revision, found)
+        memo.keep(r, revision, found, 1)
         return found
 
     return remembered
