@@ -11,7 +11,6 @@ the kept answers for the few kinds of request asked most recently
 
 from __future__ import annotations
 
-import itertools
 import random
 from collections.abc import Callable, Hashable, Iterator
 
@@ -45,14 +44,24 @@ def tree_answer(plan: Plan, r: int, rng: random.Random | None, kind: Hashable,
     found = answers.get(r)
     if found is not None and found[0] == stamp:
         return iter(found[1])
-    produced = search()
-    results = list(itertools.islice(produced, PER_TREE + 1))
-    if len(results) > PER_TREE:
-        return itertools.chain(results, produced)
-    if keep is not None:
-        keep(results)
-    answers.keep(r, stamp, results, max(1, len(results)))
-    return iter(results)
+    return _recorded(search(), answers, r, stamp, keep)
+
+
+def _recorded(produced: Iterator[tuple], answers: Kind, r: int, stamp: object,
+              keep: Callable[[list], None] | None) -> Iterator[tuple]:
+    """``produced`` as it comes, kept once it has all been taken (a request
+    with a limit may stop early: then there is nothing whole to keep)."""
+    results: list | None = []
+    for item in produced:
+        if results is not None:
+            results.append(item)
+            if len(results) > PER_TREE:
+                results = None
+        yield item
+    if results is not None:
+        if keep is not None:
+            keep(results)
+        answers.keep(r, stamp, results, max(1, len(results)))
 
 
 class Kind(dict):

@@ -316,6 +316,14 @@ def test_tree_answers_are_kept_until_a_provider_of_the_tree_or_its_sharing_chang
     fresh = fresh.with_usage({pid(21): {"VCPU": 4}, pid(12): {"VCPU": 4}})
     after = list(find_candidates(live, granular))
     assert after == list(find_candidates(fresh, granular)) and after != before
+    # A request that stops early keeps nothing partial.
+    live.add_usage([(pid(12), "VCPU", -4)])
+    fresh = fresh.with_usage({pid(21): {"VCPU": 4}})
+    for limit in (1, 2, None, 1):
+        assert (list(find_candidates(live, granular, limit=limit, strategy="breadth-first"))
+                == list(find_candidates(fresh, granular, limit=limit,
+                                        strategy="breadth-first")))
+        assert list(find_candidates(live, granular)) == list(find_candidates(fresh, granular))
 
 
 def test_replace_trees_moves_a_subtree_and_reanchors_sharing():
