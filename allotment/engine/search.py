@@ -164,13 +164,11 @@ def _interleave(plan: Plan, strategy: str, rng: random.Random | None,
     results = results or search_anchor
     anchors = plan.anchors(rng)
     if strategy == "depth-first":
-        for r in anchors:
-            if one is not None:
-                found = one(r)
-                if found is not None:
-                    if found:
-                        yield r, READY, found
-                    continue
+        for r, single in _singles(one, anchors):
+            if single is not None:
+                if single:
+                    yield r, READY, single
+                continue
             for found in results(plan, r, rng):
                 yield (r, *found)
         return
@@ -178,13 +176,11 @@ def _interleave(plan: Plan, strategy: str, rng: random.Random | None,
     # lazily so the first round over a big world stops as soon as the caller
     # has enough.
     active: list[Iterator] = []
-    for r in anchors:
-        if one is not None:
-            found = one(r)
-            if found is not None:
-                if found:
-                    yield r, READY, found
-                continue
+    for r, single in _singles(one, anchors):
+        if single is not None:
+            if single:
+                yield r, READY, single
+            continue
         gen = results(plan, r, rng)
         first = next(gen, None)
         if first is not None:
@@ -198,6 +194,15 @@ def _interleave(plan: Plan, strategy: str, rng: random.Random | None,
                 yield (r, *found)
                 still.append((r, gen))
         active = still
+
+
+def _singles(one: Callable[[int], Candidate | bool | None] | None,
+             anchors: list[int]) -> Iterator[tuple[int, Candidate | bool | None]]:
+    """Each anchor with what the single-provider shortcut says of it (its
+    candidate, False for none, None when the anchor's search must decide)."""
+    if one is None:
+        return ((r, None) for r in anchors)
+    return ((r, one(r)) for r in anchors)
 
 
 def _dedupe(plan: Plan, found: Iterator[tuple[int, dict, list]]) -> Iterator[Candidate]:
