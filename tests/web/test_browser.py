@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import requests
+from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import WebDriverWait
@@ -46,8 +47,11 @@ def sign_in(browser, live, token="admin"):
     button = browser.find_element(By.CSS_SELECTOR, "form.login button")
     button.click()
     # Wait for the answer to the sign-in (its cookie) before going on: the
-    # next page asked for too early would find no session yet.
-    WebDriverWait(browser, 10).until(ec.staleness_of(button))
+    # next page asked for too early would find no session yet.  While the
+    # page is being replaced, chromedriver may answer a look at the old
+    # button with an "unknown error" instead of a stale element: look again.
+    WebDriverWait(browser, 10, ignored_exceptions=(WebDriverException,)).until(
+        ec.staleness_of(button))
     WebDriverWait(browser, 10).until(
         lambda b: b.execute_script("return document.readyState") == "complete")
 
