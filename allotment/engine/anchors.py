@@ -165,11 +165,15 @@ def search_anchor(plan: Plan, r: int,
     if type(plan) is not Plan:
         # A subclass (the extensions') may change what the search finds.
         return search()
-    request = plan.request
-    kind = ("general", tuple((g.suffix, g.signature()) for g in plan.groups),
-            plan.isolate, request.same_subtrees, plan.root_required, plan.root_forbidden,
+    return kept.tree_answer(plan, r, rng, _kind, search)
+
+
+def _kind(plan: Plan) -> tuple:
+    """What the general search's answer for a tree depends on besides the
+    tree (see engine.kept)."""
+    return ("general", tuple((g.suffix, g.signature()) for g in plan.groups), plan.isolate,
+            plan.request.same_subtrees, plan.root_required, plan.root_forbidden,
             plan.nested_aware)
-    return kept.tree_answer(plan, r, rng, kind, search)
 
 
 class _AnchorSearch:

@@ -25,20 +25,22 @@ MIN_BUDGET = 10_000
 PER_TREE = 64
 
 
-def tree_answer(plan: Plan, r: int, rng: random.Random | None, kind: Hashable,
+def tree_answer(plan: Plan, r: int, rng: random.Random | None,
+                kind_of: Callable[[Plan], Hashable],
                 search: Callable[[], Iterator[tuple]],
                 keep: Callable[[list], None] | None = None) -> Iterator[tuple]:
     """The results of ``search()`` for the tree rooted at ``r``, kept for
-    requests of ``kind`` (everything about the request that the results
-    depend on) and reused while the tree's stamp holds.  ``keep`` sees the
-    results before they are kept.  Nothing is kept in a random order."""
+    requests of the kind ``kind_of(plan)`` names (everything about the
+    request that the results depend on; worked out once per plan) and
+    reused while the tree's stamp holds.  ``keep`` sees the results before
+    they are kept.  Nothing is kept in a random order."""
     snap = plan.snapshot
     revisions = snap.position_revisions()
     if revisions is None or rng is not None:
         return search()
-    answers = plan.kept.get(kind)
+    answers = plan.kept.get(kind_of)
     if answers is None:
-        answers = plan.kept[kind] = snap.kept_answers(kind)
+        answers = plan.kept[kind_of] = snap.kept_answers(kind_of(plan))
     stamp = (tuple(map(revisions.__getitem__, snap.tree_members(r))),
              tuple(map(revisions.__getitem__, snap.sharing_by_anchor.get(r, ()))))
     found = answers.get(r)

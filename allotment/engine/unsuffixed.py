@@ -217,9 +217,14 @@ def tree_search(plan: Plan, r: int, rng: random.Random | None) -> Iterator[tuple
         options = unsuffixed_option_lists(plan, r, rng)
         return iter(()) if options is None else unsuffixed_product(plan, r, options)
 
-    kind = ("unsuffixed", plan.unsuffixed.signature(), plan.root_required,
+    return kept.tree_answer(plan, r, rng, _kind, search, _renderable)
+
+
+def _kind(plan: Plan) -> tuple:
+    # What the unsuffixed search's answer for a tree depends on besides the
+    # tree (see engine.kept).
+    return ("unsuffixed", plan.unsuffixed.signature(), plan.root_required,
             plan.root_forbidden)
-    return kept.tree_answer(plan, r, rng, kind, search, _renderable)
 
 
 def _renderable(results: list) -> None:

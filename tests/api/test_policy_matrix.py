@@ -28,6 +28,7 @@ from allotment.storage import db as db_mod
 from allotment.storage import migration
 from tests.client import Client
 from tests.harness.keystone import FakeKeystone
+from tests.unit.test_policy import UPSTREAM_RULES
 
 PROJECT = "project-a"
 OTHER_PROJECT = "project-b"
@@ -58,45 +59,13 @@ MODES = {
     "legacy": {"enforce_new_defaults": False},
 }
 
-# Upstream's default check string of each API rule, by the base rule it
-# names.  A new rule must be added here (and to ALLOWED) to pass.
+# The base rule each of upstream's API rules names by default
+# (tests/unit/test_policy.py holds upstream's check strings).  A new rule
+# must be added there (and to ALLOWED) to pass.
 ADMIN_OR_SERVICE, SERVICE, ADMIN_OR_PROJECT_READER_OR_SERVICE = (
     "admin_or_service", "service", "admin_or_project_reader_or_service")
-RULE_BASE = {
-    "placement:resource_providers:list": ADMIN_OR_SERVICE,
-    "placement:resource_providers:create": ADMIN_OR_SERVICE,
-    "placement:resource_providers:show": ADMIN_OR_SERVICE,
-    "placement:resource_providers:update": ADMIN_OR_SERVICE,
-    "placement:resource_providers:delete": ADMIN_OR_SERVICE,
-    "placement:resource_classes:list": ADMIN_OR_SERVICE,
-    "placement:resource_classes:create": ADMIN_OR_SERVICE,
-    "placement:resource_classes:show": ADMIN_OR_SERVICE,
-    "placement:resource_classes:update": ADMIN_OR_SERVICE,
-    "placement:resource_classes:delete": ADMIN_OR_SERVICE,
-    "placement:resource_providers:inventories:list": ADMIN_OR_SERVICE,
-    "placement:resource_providers:inventories:create": ADMIN_OR_SERVICE,
-    "placement:resource_providers:inventories:show": ADMIN_OR_SERVICE,
-    "placement:resource_providers:inventories:update": ADMIN_OR_SERVICE,
-    "placement:resource_providers:inventories:delete": ADMIN_OR_SERVICE,
-    "placement:resource_providers:aggregates:list": ADMIN_OR_SERVICE,
-    "placement:resource_providers:aggregates:update": ADMIN_OR_SERVICE,
-    "placement:resource_providers:usages": ADMIN_OR_SERVICE,
-    "placement:usages": ADMIN_OR_PROJECT_READER_OR_SERVICE,
-    "placement:traits:list": ADMIN_OR_SERVICE,
-    "placement:traits:show": ADMIN_OR_SERVICE,
-    "placement:traits:update": ADMIN_OR_SERVICE,
-    "placement:traits:delete": ADMIN_OR_SERVICE,
-    "placement:resource_providers:traits:list": ADMIN_OR_SERVICE,
-    "placement:resource_providers:traits:update": ADMIN_OR_SERVICE,
-    "placement:resource_providers:traits:delete": ADMIN_OR_SERVICE,
-    "placement:allocations:manage": ADMIN_OR_SERVICE,
-    "placement:allocations:list": ADMIN_OR_SERVICE,
-    "placement:allocations:update": ADMIN_OR_SERVICE,
-    "placement:allocations:delete": ADMIN_OR_SERVICE,
-    "placement:resource_providers:allocations:list": ADMIN_OR_SERVICE,
-    "placement:allocation_candidates:list": ADMIN_OR_SERVICE,
-    "placement:reshaper:reshape": SERVICE,
-}
+RULE_BASE = {name: check.removeprefix("rule:").removesuffix("_api")
+             for name, check in UPSTREAM_RULES.items() if name.startswith("placement:")}
 # allotment's own rules (not in upstream), by the same scheme.
 ADMIN = "admin"
 OWN_RULE_BASE = {policies.WEB_VIEW: ADMIN}

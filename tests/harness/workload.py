@@ -224,12 +224,19 @@ class Workload:
     def _candidates(self, session, url, rnd, mine) -> None:
         self._send(session, "GET", f"{url}/allocation_candidates?resources=VCPU:1&limit=5")
 
+    @staticmethod
+    def _generation(session, url, p) -> int | None:
+        """The provider's generation now, or None if it could not be read."""
+        try:
+            return session.get(f"{url}/resource_providers/{p}", headers=_headers(),
+                               timeout=REQUEST_TIMEOUT).json()["generation"]
+        except (requests.RequestException, ValueError, KeyError):
+            return None
+
     def _inventory(self, session, url, rnd, mine) -> None:
         p = rnd.choice(self.providers)
-        try:
-            gen = session.get(f"{url}/resource_providers/{p}", headers=_headers(),
-                              timeout=REQUEST_TIMEOUT).json()["generation"]
-        except (requests.RequestException, ValueError, KeyError):
+        gen = self._generation(session, url, p)
+        if gen is None:
             return
         # Capacity stays as it was; the write still replaces every row.
         self._send(session, "PUT", f"{url}/resource_providers/{p}/inventories", json={
@@ -239,10 +246,8 @@ class Workload:
 
     def _traits(self, session, url, rnd, mine) -> None:
         p = rnd.choice(self.providers)
-        try:
-            gen = session.get(f"{url}/resource_providers/{p}", headers=_headers(),
-                              timeout=REQUEST_TIMEOUT).json()["generation"]
-        except (requests.RequestException, ValueError, KeyError):
+        gen = self._generation(session, url, p)
+        if gen is None:
             return
         traits = rnd.sample(["HW_CPU_X86_AVX2", "HW_CPU_X86_SSE42", "STORAGE_DISK_SSD"],
                             rnd.randrange(0, 3))
