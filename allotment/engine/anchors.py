@@ -12,7 +12,14 @@ from collections.abc import Iterable, Iterator
 
 from allotment.engine import kept
 from allotment.engine.forest import lca
-from allotment.engine.plan import NO_USAGE, Group, Plan
+from allotment.engine.plan import (
+    NO_USAGE,
+    Group,
+    Plan,
+    build_candidate,
+    may_repeat,
+    portable,
+)
 from allotment.engine.snapshot import CAPACITY, MAX_UNIT
 from allotment.engine.unsuffixed import (
     READY,
@@ -165,7 +172,21 @@ def search_anchor(plan: Plan, r: int,
     if type(plan) is not Plan:
         # A subclass (the extensions') may change what the search finds.
         return search()
-    return kept.tree_answer(plan, r, rng, _kind, search)
+    return kept.tree_answer(plan, r, rng, _kind, search,
+                            lambda results: _finish(plan, r, results))
+
+
+def _finish(plan: Plan, r: int, results: list) -> None:
+    """Kept results become finished candidates (with room for what
+    renderers make of them) where no other anchor can reach the same
+    candidate, so a later request of the kind neither builds them again nor
+    deduplicates them."""
+    repeats = may_repeat(plan, r)
+    for i, (usage, chosen) in enumerate(results):
+        if usage is not READY and not (repeats and portable(plan, r, chosen)):
+            cand = build_candidate(plan, r, usage, chosen)
+            cand.rendered = ()
+            results[i] = (READY, cand)
 
 
 def _kind(plan: Plan) -> tuple:

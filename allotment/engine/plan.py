@@ -213,3 +213,43 @@ class Plan:
             return True
         traits = self.snapshot.traits[r]
         return self.root_required <= traits and self.root_forbidden.isdisjoint(traits)
+
+
+def may_repeat(plan: Plan, r: int) -> bool:
+    """Whether a candidate anchored at ``r`` could also be reached from
+    another anchor: only when a sharing provider is in or serves ``r``'s
+    tree."""
+    snap = plan.snapshot
+    return r in snap.sharing_by_anchor or any(
+        map(snap.is_sharing.__getitem__, snap.tree_members(r)))
+
+
+def portable(plan: Plan, r: int, chosen: list) -> bool:
+    """Whether every provider of an assignment anchored at ``r`` could be
+    reached as a sharing provider from elsewhere (so that another anchor may
+    find the same candidate); check :func:`may_repeat` first, it is cheaper."""
+    snap = plan.snapshot
+    root, is_sharing = snap.root, snap.is_sharing
+    return all(root[p] != r or is_sharing[p] for picks in chosen for p in picks)
+
+
+def build_candidate(plan: Plan, r: int, usage: dict, chosen: list) -> Candidate:
+    """The candidate of an assignment anchored at ``r``: ``usage`` maps
+    (provider, class) to the amount; ``chosen`` lists each group's
+    providers, in the plan's group order."""
+    uuids = plan.snapshot.uuids
+    # Providers in UUID order (positions need not follow UUIDs, see
+    # engine.live), classes by name within each.
+    allocations: dict[str, dict[str, int]] = {}
+    for uuid, rc, amount in sorted([(uuids[p], rc, amount)
+                                    for (p, rc), amount in usage.items()]):
+        held = allocations.get(uuid)
+        if held is None:
+            allocations[uuid] = {rc: amount}
+        else:
+            held[rc] = amount
+    mappings = {}
+    for g, picks in zip(plan.groups, chosen, strict=True):
+        mappings[g.suffix] = ([uuids[picks[0]]] if len(picks) == 1
+                              else sorted({uuids[p] for p in picks}))
+    return Candidate(allocations, mappings, uuids[r])

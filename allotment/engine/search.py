@@ -26,7 +26,7 @@ import random
 from collections.abc import Callable, Iterable, Iterator
 
 from allotment.engine.anchors import search_anchor
-from allotment.engine.plan import Candidate, Plan
+from allotment.engine.plan import Candidate, Plan, build_candidate, may_repeat, portable
 from allotment.engine.request import AllocationCandidatesRequest
 from allotment.engine.snapshot import Snapshot
 from allotment.engine.unsuffixed import READY, lonely_search
@@ -206,43 +206,18 @@ def _singles(one: Callable[[int], Candidate | bool | None] | None,
 
 
 def _dedupe(plan: Plan, found: Iterator[tuple[int, dict, list]]) -> Iterator[Candidate]:
-    snap = plan.snapshot
-    uuids = snap.uuids
-    root = snap.root
-    is_sharing = snap.is_sharing
-    served = snap.sharing_by_anchor
-    suffixes = [g.suffix for g in plan.groups]
     seen: set = set()
-    last, may_repeat = -1, True
+    last, repeats = -1, True
     for r, usage, chosen in found:
         if usage is READY:
             yield chosen  # already a Candidate, and reachable from r alone
             continue
         if r != last:
-            # A candidate can come from several anchors only if every
-            # provider it uses could be reached as a sharing provider from
-            # elsewhere: never when no sharing provider is in or serves r.
-            last = r
-            may_repeat = r in served or any(map(is_sharing.__getitem__, snap.tree_members(r)))
-        if may_repeat and all(
-                root[p] != r or is_sharing[p] for picks in chosen for p in picks):
+            last, repeats = r, may_repeat(plan, r)
+        if repeats and portable(plan, r, chosen):
             key = (frozenset(usage.items()),
                    tuple(frozenset(picks) for picks in chosen))
             if key in seen:
                 continue
             seen.add(key)
-        # Providers in UUID order (positions need not follow UUIDs, see
-        # engine.live), classes by name within each.
-        allocations: dict[str, dict[str, int]] = {}
-        for uuid, rc, amount in sorted([(uuids[p], rc, amount)
-                                        for (p, rc), amount in usage.items()]):
-            held = allocations.get(uuid)
-            if held is None:
-                allocations[uuid] = {rc: amount}
-            else:
-                held[rc] = amount
-        mappings = {}
-        for suffix, picks in zip(suffixes, chosen, strict=True):
-            mappings[suffix] = ([uuids[picks[0]]] if len(picks) == 1
-                                else sorted({uuids[p] for p in picks}))
-        yield Candidate(allocations, mappings, uuids[r])
+        yield build_candidate(plan, r, usage, chosen)

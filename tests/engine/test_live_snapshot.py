@@ -326,6 +326,49 @@ def test_tree_answers_are_kept_until_a_provider_of_the_tree_or_its_sharing_chang
         assert list(find_candidates(live, granular)) == list(find_candidates(fresh, granular))
 
 
+def test_kept_answers_with_suffixed_groups_are_finished_candidates():
+    # Hosts 1-2: a root with memory and two NUMA nodes; host 3 also has a disk
+    # pool shared with it, which the unsuffixed group may take disk from.
+    records = []
+    for h in (1, 2, 3):
+        root = pid(10 * h)
+        records.append(ProviderRecord(uuid=root, inventories={"MEMORY_MB": Inventory(total=64)},
+                                      aggregates=frozenset({f"agg{h}"})))
+        records += [ProviderRecord(uuid=pid(10 * h + n), parent_uuid=root,
+                                   inventories={"VCPU": Inventory(total=4)}) for n in (1, 2)]
+    records.append(ProviderRecord(uuid=pid(99), inventories={"DISK_GB": Inventory(total=100)},
+                                  traits=frozenset({SHARES_TRAIT}),
+                                  aggregates=frozenset({"agg3"})))
+    live = LiveSnapshot.build(records)
+    granular = AllocationCandidatesRequest.for_microversion(
+        (1, 39), groups=(RequestGroup(suffix="", resources={"MEMORY_MB": 8}),
+                         RequestGroup(suffix="_A", resources={"VCPU": 1})))
+    first = list(find_candidates(live, granular))
+    assert len(first) == 6 and all(c.rendered is None for c in first)
+    # Asked again: built once more and kept finished, with room for what
+    # renderers make of them; from then on the very same objects.
+    second = list(find_candidates(live, granular))
+    assert second == first and all(c.rendered == () for c in second)
+    third = list(find_candidates(live, granular))
+    assert all(a is b for a, b in zip(second, third, strict=True))
+    # A NUMA node of host 2 fills up: only host 2's candidates are new.
+    live.add_usage([(pid(21), "VCPU", 4)])
+    after = list(find_candidates(live, granular))
+    assert [c.anchor for c in after] == [pid(10)] * 2 + [pid(20)] + [pid(30)] * 2
+    assert all(any(c is s for s in second) for c in after if c.anchor != pid(20))
+    fresh = Snapshot.build(records).with_usage({pid(21): {"VCPU": 4}})
+    assert after == list(find_candidates(fresh, granular))
+    # Candidates the pool alone can give (each suffixed group from the pool,
+    # reachable from more than one anchor) stay deduplicated, never finished
+    # per tree.
+    pooled = AllocationCandidatesRequest.for_microversion(
+        (1, 39), groups=(RequestGroup(suffix="", resources={"VCPU": 1}),
+                         RequestGroup(suffix="_D", resources={"DISK_GB": 10})))
+    for _ in range(3):
+        got = list(find_candidates(live, pooled))
+        assert got == list(find_candidates(fresh, pooled))
+
+
 def test_replace_trees_moves_a_subtree_and_reanchors_sharing():
     inv = {"VCPU": Inventory(total=4)}
     records = [
