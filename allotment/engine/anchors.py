@@ -172,21 +172,20 @@ def search_anchor(plan: Plan, r: int,
     if type(plan) is not Plan:
         # A subclass (the extensions') may change what the search finds.
         return search()
-    return kept.tree_answer(plan, r, rng, _kind, search,
-                            lambda results: _finish(plan, r, results))
+    return kept.tree_answer(plan, r, rng, _kind, search, _finish)
 
 
-def _finish(plan: Plan, r: int, results: list) -> None:
-    """Kept results become finished candidates (with room for what
-    renderers make of them) where no other anchor can reach the same
-    candidate, so a later request of the kind neither builds them again nor
-    deduplicates them."""
-    repeats = may_repeat(plan, r)
-    for i, (usage, chosen) in enumerate(results):
-        if usage is not READY and not (repeats and portable(plan, r, chosen)):
-            cand = build_candidate(plan, r, usage, chosen)
-            cand.rendered = ()
-            results[i] = (READY, cand)
+def _finish(plan: Plan, r: int, found: tuple) -> tuple:
+    """A result of the search as kept: a finished candidate (with room for
+    what renderers make of it) where no other anchor can reach the same
+    candidate, so later requests of the kind neither build it again nor
+    deduplicate it."""
+    usage, chosen = found
+    if usage is READY or (may_repeat(plan, r) and portable(plan, r, chosen)):
+        return found
+    cand = build_candidate(plan, r, usage, chosen)
+    cand.rendered = ()
+    return READY, cand
 
 
 def _kind(plan: Plan) -> tuple:

@@ -11,29 +11,43 @@ the kept answers for the few kinds of request asked most recently
 
 from __future__ import annotations
 
+import itertools
 import random
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 
 from allotment.engine.plan import Plan
 
 # Results kept at least, however small the world.
 MIN_BUDGET = 10_000
 
-# A tree's answer is kept only when it is at most this many results: a tree
-# with many interchangeable providers can have thousands, and a request with
-# a limit takes few of them.
+# At most this many of a tree's results are kept: a tree with many
+# interchangeable providers can have thousands, and a request with a limit
+# takes few of them.  A tree with more keeps this many as a prefix.
 PER_TREE = 64
+
+
+class Taken(list):
+    """A tree's results in the order its search gives them, as far as
+    requests have taken them; ``whole`` once the search has run out."""
+
+    __slots__ = ("whole",)
+
+    def __init__(self, items: Iterable = ()) -> None:
+        super().__init__(items)
+        self.whole = False
 
 
 def tree_answer(plan: Plan, r: int, rng: random.Random | None,
                 kind_of: Callable[[Plan], Hashable],
                 search: Callable[[], Iterator[tuple]],
-                keep: Callable[[list], None] | None = None) -> Iterator[tuple]:
+                finish: Callable[[Plan, int, tuple], tuple] | None = None,
+                ) -> Iterator[tuple]:
     """The results of ``search()`` for the tree rooted at ``r``, kept for
     requests of the kind ``kind_of(plan)`` names (everything about the
     request that the results depend on; worked out once per plan) and
-    reused while the tree's stamp holds.  ``keep`` sees the results before
-    they are kept.  Nothing is kept in a random order."""
+    reused while the tree's stamp holds.  ``finish(plan, r, result)`` gives
+    what to keep (and hand out) for each result the search finds.  Nothing
+    is kept in a random order."""
     snap = plan.snapshot
     revisions = snap.position_revisions()
     if revisions is None or rng is not None:
@@ -45,41 +59,58 @@ def tree_answer(plan: Plan, r: int, rng: random.Random | None,
              tuple(map(revisions.__getitem__, snap.sharing_by_anchor.get(r, ()))))
     found = answers.get(r)
     if found is not None and found[0] == stamp:
-        return iter(found[1])
-    return _recorded(search(), answers, r, stamp, keep)
+        if found[1].whole:
+            return iter(found[1])
+        return _recorded(plan, r, search, answers, stamp, finish, found[1])
+    return _recorded(plan, r, search, answers, stamp, finish, ())
 
 
-def _recorded(produced: Iterator[tuple], answers: Kind, r: int, stamp: object,
-              keep: Callable[[list], None] | None) -> Iterator[tuple]:
-    """``produced`` as it comes, kept once it has all been taken (a request
-    with a limit may stop early: then there is nothing whole to keep)."""
-    results: list | None = []
+def _recorded(plan: Plan, r: int, search: Callable[[], Iterator[tuple]], answers: Kind,
+              stamp: object, finish: Callable[[Plan, int, tuple], tuple] | None,
+              prefix: Sequence[tuple]) -> Iterator[tuple]:
+    """The tree's results: first ``prefix`` (what an earlier request took of
+    the same search), then, only if more are wanted, the search's own from
+    where the prefix ends (while the stamp holds, the search gives the same
+    results in the same order).  What is taken is kept as it comes, so a
+    request that stops early (a limit, tree after tree taking turns) leaves
+    its prefix for the next one; a tree that runs out is kept whole."""
+    yield from prefix
+    taken: Taken | None = Taken(prefix)
+    produced = search()
+    if prefix:
+        produced = itertools.islice(produced, len(prefix), None)
     for item in produced:
-        if results is not None:
-            results.append(item)
-            if len(results) > PER_TREE:
-                results = None
+        if finish is not None:
+            item = finish(plan, r, item)
+        if taken is not None:
+            if len(taken) < PER_TREE:
+                taken.append(item)
+                answers.keep(r, stamp, taken, len(taken))
+            else:
+                taken = None  # the first PER_TREE stay kept, as a prefix
         yield item
-    if results is not None:
-        if keep is not None:
-            keep(results)
-        answers.keep(r, stamp, results, max(1, len(results)))
+    if taken is not None:
+        taken.whole = True
+        answers.keep(r, stamp, taken, max(1, len(taken)))
 
 
 class Kind(dict):
     """Kept answers of one kind of request: root position ->
     ``(stamp, answer, results counted)``."""
 
-    __slots__ = ("store",)
+    __slots__ = ("key", "store")
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, key: Hashable) -> None:
         super().__init__()
         self.store = store
+        self.key = key
 
     def keep(self, r: int, stamp: object, answer: object, count: int) -> None:
         """Keep ``answer`` for root ``r`` if the budget allows (making room
         by dropping the kinds asked for least recently)."""
         store = self.store
+        if store.kinds.get(self.key) is not self:
+            return  # dropped to make room while a search was still running
         old = self.get(r)
         if old is not None:
             store.results -= old[2]
@@ -107,7 +138,7 @@ class Store:
         """The answers kept for ``key``, now the kind asked for most recently."""
         found = self.kinds.pop(key, None)
         if found is None:
-            found = Kind(self)
+            found = Kind(self, key)
         self.kinds[key] = found
         return found
 

@@ -227,8 +227,8 @@ def _kind(plan: Plan) -> tuple:
             plan.root_forbidden)
 
 
-def _renderable(results: list) -> None:
+def _renderable(plan: Plan, r: int, found: tuple) -> tuple:
     # Kept candidates may keep what renderers make of them.
-    for usage, cand in results:
-        if usage is READY:
-            cand.rendered = ()
+    if found[0] is READY:
+        found[1].rendered = ()
+    return found

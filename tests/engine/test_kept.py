@@ -49,3 +49,16 @@ def test_an_answer_larger_than_the_budget_is_not_kept(monkeypatch):
     # A stale answer that no longer fits is dropped, not left behind.
     kind.keep(1, 2, "answer", 11)
     assert 1 not in kind and store.results == 0
+
+
+def test_a_kind_dropped_while_its_search_runs_keeps_nothing_more(monkeypatch):
+    store = _store(0, 10, monkeypatch)
+    old = store.kind("old")
+    old.keep(0, 0, "answer", 4)
+    new = store.kind("new")
+    new.keep(0, 0, "answer", 8)  # makes room: "old" is dropped
+    assert "old" not in store.kinds and store.results == 8
+    # A search of the dropped kind that was still running finishes: what it
+    # keeps neither counts against the budget nor is found again.
+    old.keep(1, 1, "answer", 1)
+    assert store.results == 8 and store.kind("old") is not old

@@ -24,8 +24,10 @@ from allotment.engine import (
     ProviderRecord,
     RequestGroup,
     Snapshot,
+    anchors,
     find_candidates,
     provider_summary_uuids,
+    unsuffixed,
 )
 from allotment.engine.live import LiveSnapshot
 from tests.engine.test_candidates_properties import (
@@ -197,6 +199,12 @@ def _compare(live: LiveSnapshot, records, usage, data, asked: list) -> None:
     # must follow every change.
     fresh_ones = [data.draw(requests(uuids)) for _ in range(3)]
     for request in asked[-3:] + fresh_ones:
+        # A limited request takes a prefix of some trees' answers (kept for
+        # the next request, which resumes the search after it).
+        limit = data.draw(st.integers(1, 4))
+        assert (list(find_candidates(live, request, limit=limit, strategy="breadth-first"))
+                == list(find_candidates(fresh, request, limit=limit,
+                                        strategy="breadth-first")))
         for strategy in ("depth-first", "breadth-first"):
             got = list(find_candidates(live, request, strategy=strategy))
             want = list(find_candidates(fresh, request, strategy=strategy))
@@ -343,12 +351,10 @@ def test_kept_answers_with_suffixed_groups_are_finished_candidates():
     granular = AllocationCandidatesRequest.for_microversion(
         (1, 39), groups=(RequestGroup(suffix="", resources={"MEMORY_MB": 8}),
                          RequestGroup(suffix="_A", resources={"VCPU": 1})))
-    first = list(find_candidates(live, granular))
-    assert len(first) == 6 and all(c.rendered is None for c in first)
-    # Asked again: built once more and kept finished, with room for what
-    # renderers make of them; from then on the very same objects.
     second = list(find_candidates(live, granular))
-    assert second == first and all(c.rendered == () for c in second)
+    # Kept finished, with room for what renderers make of them: asked again,
+    # the very same objects.
+    assert len(second) == 6 and all(c.rendered == () for c in second)
     third = list(find_candidates(live, granular))
     assert all(a is b for a, b in zip(second, third, strict=True))
     # A NUMA node of host 2 fills up: only host 2's candidates are new.
@@ -367,6 +373,58 @@ def test_kept_answers_with_suffixed_groups_are_finished_candidates():
     for _ in range(3):
         got = list(find_candidates(live, pooled))
         assert got == list(find_candidates(fresh, pooled))
+
+
+def test_limited_requests_keep_the_prefix_they_took_and_later_ones_resume_it():
+    # Three hosts, each with four NUMA nodes: four candidates per host.
+    records = []
+    for h in (1, 2, 3):
+        root = pid(10 * h)
+        records.append(ProviderRecord(uuid=root, inventories={"MEMORY_MB": Inventory(total=64)}))
+        records += [ProviderRecord(uuid=pid(10 * h + n), parent_uuid=root,
+                                   inventories={"VCPU": Inventory(total=4)}) for n in (1, 2, 3, 4)]
+    live = LiveSnapshot.build(records)
+    fresh = Snapshot.build(records)
+    for groups in ((RequestGroup(suffix="", resources={"VCPU": 1, "MEMORY_MB": 8}),),
+                   (RequestGroup(suffix="", resources={"MEMORY_MB": 8}),
+                    RequestGroup(suffix="_A", resources={"VCPU": 1}))):
+        request = AllocationCandidatesRequest.for_microversion((1, 39), groups=groups)
+        calls = []
+        real = anchors._AnchorSearch.walk if len(groups) > 1 else unsuffixed.unsuffixed_product
+
+        def counted(*args, _real=real, _calls=calls, **kwargs):
+            _calls.append(1)
+            return _real(*args, **kwargs)
+
+        target = (anchors._AnchorSearch, "walk") if len(groups) > 1 else (
+            unsuffixed, "unsuffixed_product")
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(*target, counted)
+            # One candidate per host: each tree's search stops after one.
+            first = list(find_candidates(live, request, limit=3, strategy="breadth-first"))
+            assert [c.anchor for c in first] == [pid(10), pid(20), pid(30)]
+            searched = len(calls)
+            assert searched >= 3
+            # The same again: answered from the kept prefixes, no search.
+            again = list(find_candidates(live, request, limit=3, strategy="breadth-first"))
+            assert again == first and len(calls) == searched
+            assert all(a is b for a, b in zip(first, again, strict=True))
+            # More than the prefixes hold: the searches resume after them.
+            for limit in (5, None, 7):
+                got = list(find_candidates(live, request, limit=limit, strategy="breadth-first"))
+                assert got == list(find_candidates(fresh, request, limit=limit,
+                                                   strategy="breadth-first"))
+            # The whole answers are kept now: no more searching.
+            searched = len(calls)
+            assert len(list(find_candidates(live, request))) == 12
+            assert len(calls) == searched
+        # A change to host 2 drops its prefix; the others stay.
+        live.add_usage([(pid(21), "VCPU", 4)])
+        fresh = fresh.with_usage({pid(21): {"VCPU": 4}})
+        assert (list(find_candidates(live, request, limit=4, strategy="breadth-first"))
+                == list(find_candidates(fresh, request, limit=4, strategy="breadth-first")))
+        live.add_usage([(pid(21), "VCPU", -4)])
+        fresh = Snapshot.build(records)
 
 
 def test_replace_trees_moves_a_subtree_and_reanchors_sharing():
