@@ -8,7 +8,7 @@ the providers (of the anchor's tree or sharing with it) that may take it.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from allotment.engine import kept
 from allotment.engine.forest import lca
@@ -172,20 +172,23 @@ def search_anchor(plan: Plan, r: int,
     if type(plan) is not Plan:
         # A subclass (the extensions') may change what the search finds.
         return search()
-    return kept.tree_answer(plan, r, rng, _kind, search, _finish)
+    return kept.tree_answer(plan, r, rng, _kind, search, _finisher)
 
 
-def _finish(plan: Plan, r: int, found: tuple) -> tuple:
-    """A result of the search as kept: a finished candidate (with room for
-    what renderers make of it) where no other anchor can reach the same
+def _finisher(plan: Plan, r: int) -> Callable[[tuple], tuple]:
+    """What to keep (and hand out) for each result of the search of ``r``'s
+    tree: a finished candidate where no other anchor can reach the same
     candidate, so later requests of the kind neither build it again nor
     deduplicate it."""
-    usage, chosen = found
-    if usage is READY or (may_repeat(plan, r) and portable(plan, r, chosen)):
-        return found
-    cand = build_candidate(plan, r, usage, chosen)
-    cand.rendered = ()
-    return READY, cand
+    repeats = may_repeat(plan, r)
+
+    def finish(found: tuple) -> tuple:
+        usage, chosen = found
+        if usage is READY or (repeats and portable(plan, r, chosen)):
+            return found
+        return READY, build_candidate(plan, r, usage, chosen)
+
+    return finish
 
 
 def _kind(plan: Plan) -> tuple:

@@ -15,7 +15,7 @@ import itertools
 import random
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 
-from allotment.engine.plan import Plan
+from allotment.engine.plan import READY, Plan
 
 # Results kept at least, however small the world.
 MIN_BUDGET = 10_000
@@ -40,14 +40,14 @@ class Taken(list):
 def tree_answer(plan: Plan, r: int, rng: random.Random | None,
                 kind_of: Callable[[Plan], Hashable],
                 search: Callable[[], Iterator[tuple]],
-                finish: Callable[[Plan, int, tuple], tuple] | None = None,
+                finisher: Callable[[Plan, int], Callable[[tuple], tuple]] | None = None,
                 ) -> Iterator[tuple]:
     """The results of ``search()`` for the tree rooted at ``r``, kept for
     requests of the kind ``kind_of(plan)`` names (everything about the
     request that the results depend on; worked out once per plan) and
-    reused while the tree's stamp holds.  ``finish(plan, r, result)`` gives
-    what to keep (and hand out) for each result the search finds.  Nothing
-    is kept in a random order."""
+    reused while the tree's stamp holds.  ``finisher(plan, r)`` gives what
+    to keep (and hand out) for each result the search finds.  Nothing is
+    kept in a random order."""
     snap = plan.snapshot
     revisions = snap.position_revisions()
     if revisions is None or rng is not None:
@@ -61,33 +61,42 @@ def tree_answer(plan: Plan, r: int, rng: random.Random | None,
     if found is not None and found[0] == stamp:
         if found[1].whole:
             return iter(found[1])
-        return _recorded(plan, r, search, answers, stamp, finish, found[1])
-    return _recorded(plan, r, search, answers, stamp, finish, ())
+        return _recorded(plan, r, search, answers, stamp, finisher, found[1])
+    return _recorded(plan, r, search, answers, stamp, finisher, ())
 
 
 def _recorded(plan: Plan, r: int, search: Callable[[], Iterator[tuple]], answers: Kind,
-              stamp: object, finish: Callable[[Plan, int, tuple], tuple] | None,
+              stamp: object, finisher: Callable[[Plan, int], Callable[[tuple], tuple]] | None,
               prefix: Sequence[tuple]) -> Iterator[tuple]:
     """The tree's results: first ``prefix`` (what an earlier request took of
     the same search), then, only if more are wanted, the search's own from
     where the prefix ends (while the stamp holds, the search gives the same
     results in the same order).  What is taken is kept as it comes, so a
-    request that stops early (a limit, tree after tree taking turns) leaves
-    its prefix for the next one; a tree that runs out is kept whole."""
+    request that stops early (a limit, trees taking turns) leaves its prefix
+    for the next one; a tree that runs out is kept whole."""
     yield from prefix
     taken: Taken | None = Taken(prefix)
     produced = search()
     if prefix:
         produced = itertools.islice(produced, len(prefix), None)
+    finish = None
     for item in produced:
-        if finish is not None:
-            item = finish(plan, r, item)
+        if finisher is not None:
+            if finish is None:
+                finish = finisher(plan, r)
+            item = finish(item)
         if taken is not None:
-            if len(taken) < PER_TREE:
-                taken.append(item)
-                answers.keep(r, stamp, taken, len(taken))
-            else:
+            n = len(taken)
+            if n == PER_TREE:
                 taken = None  # the first PER_TREE stay kept, as a prefix
+            else:
+                taken.append(item)
+                if item[0] is READY:
+                    item[1].rendered = ()  # kept: renderers may keep their work
+                # Counted against the budget as it doubles (a prefix left
+                # behind is counted at least half), not item by item.
+                if n & (n + 1) == 0 and not answers.keep(r, stamp, taken, n + 1):
+                    taken = None  # no room
         yield item
     if taken is not None:
         taken.whole = True
@@ -105,12 +114,12 @@ class Kind(dict):
         self.store = store
         self.key = key
 
-    def keep(self, r: int, stamp: object, answer: object, count: int) -> None:
+    def keep(self, r: int, stamp: object, answer: object, count: int) -> bool:
         """Keep ``answer`` for root ``r`` if the budget allows (making room
-        by dropping the kinds asked for least recently)."""
+        by dropping the kinds asked for least recently); whether it did."""
         store = self.store
         if store.kinds.get(self.key) is not self:
-            return  # dropped to make room while a search was still running
+            return False  # dropped to make room while a search was still running
         old = self.get(r)
         if old is not None:
             store.results -= old[2]
@@ -118,9 +127,10 @@ class Kind(dict):
         if store.results + count > store.budget():
             store.make_room(count, self)
             if store.results + count > store.budget():
-                return
+                return False
         self[r] = (stamp, answer, count)
         store.results += count
+        return True
 
 
 class Store:

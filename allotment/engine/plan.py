@@ -21,6 +21,10 @@ from allotment.engine.snapshot import (
 
 NO_USAGE: Mapping[str, int] = {}
 
+# In place of a usage in a search's ``(usage, chosen)`` result: ``chosen``
+# is a finished Candidate, which only its anchor can reach.
+READY = object()
+
 
 # Not frozen: a frozen dataclass's __init__ costs several times a plain one,
 # and a big answer makes one of these per host.

@@ -15,11 +15,11 @@ import random
 from collections.abc import Callable, Iterator
 
 from allotment.engine import kept
-from allotment.engine.plan import NO_USAGE, Candidate, Group, Plan, fits
+from allotment.engine.plan import NO_USAGE, READY, Candidate, Group, Plan, fits
 from allotment.engine.snapshot import CAPACITY, MAX_UNIT, MIN_UNIT, STEP_SIZE
 
-# Marks a search result that is already a Candidate (see anchors.search_anchor).
-READY = object()
+__all__ = ["READY", "lonely_search", "tree_search", "unsuffixed_option_lists",
+           "unsuffixed_options", "unsuffixed_product"]
 
 
 def unsuffixed_options(plan: Plan, g: Group, r: int,
@@ -217,7 +217,7 @@ def tree_search(plan: Plan, r: int, rng: random.Random | None) -> Iterator[tuple
         options = unsuffixed_option_lists(plan, r, rng)
         return iter(()) if options is None else unsuffixed_product(plan, r, options)
 
-    return kept.tree_answer(plan, r, rng, _kind, search, _renderable)
+    return kept.tree_answer(plan, r, rng, _kind, search)
 
 
 def _kind(plan: Plan) -> tuple:
@@ -225,10 +225,3 @@ def _kind(plan: Plan) -> tuple:
     # tree (see engine.kept).
     return ("unsuffixed", plan.unsuffixed.signature(), plan.root_required,
             plan.root_forbidden)
-
-
-def _renderable(plan: Plan, r: int, found: tuple) -> tuple:
-    # Kept candidates may keep what renderers make of them.
-    if found[0] is READY:
-        found[1].rendered = ()
-    return found
