@@ -22,7 +22,11 @@ MIN_BUDGET = 10_000
 
 # At most this many of a tree's results are kept: a tree with many
 # interchangeable providers can have thousands, and a request with a limit
-# takes few of them.  A tree with more keeps this many as a prefix.
+# takes few of them.  A tree with more keeps this many as a prefix.  So
+# that one kind of request with big trees cannot take the whole budget for
+# the first trees and leave nothing for the rest (whose searches a request
+# with a limit would then repeat every time), a tree keeps no more than its
+# share of the budget either.
 PER_TREE = 64
 
 
@@ -74,12 +78,13 @@ def _recorded(plan: Plan, r: int, search: Callable[[], Iterator[tuple]], answers
     results in the same order).  What is taken is kept as it comes, so a
     request that stops early (a limit, trees taking turns) leaves its prefix
     for the next one; a tree that runs out is kept whole."""
-    yield from prefix
-    taken: Taken | None = Taken(prefix)
+    taken: Taken | None = Taken(prefix)  # as it stands now, whatever is kept later
+    yield from taken
     produced = search()
-    if prefix:
-        produced = itertools.islice(produced, len(prefix), None)
+    if taken:
+        produced = itertools.islice(produced, len(taken), None)
     finish = None
+    cap = answers.store.per_tree()
     for item in produced:
         if finisher is not None:
             if finish is None:
@@ -87,8 +92,8 @@ def _recorded(plan: Plan, r: int, search: Callable[[], Iterator[tuple]], answers
             item = finish(item)
         if taken is not None:
             n = len(taken)
-            if n == PER_TREE:
-                taken = None  # the first PER_TREE stay kept, as a prefix
+            if n >= cap:
+                taken = None  # the first ``cap`` stay kept, as a prefix
             else:
                 taken.append(item)
                 if item[0] is READY:
@@ -136,13 +141,19 @@ class Kind(dict):
 class Store:
     """The kept answers of one changing snapshot, by kind of request."""
 
-    def __init__(self, providers: Callable[[], int]) -> None:
+    def __init__(self, providers: Callable[[], int],
+                 roots: Callable[[], int] = lambda: 1) -> None:
         self._providers = providers
+        self._roots = roots
         self.kinds: dict[Hashable, Kind] = {}
         self.results = 0
 
     def budget(self) -> int:
         return max(MIN_BUDGET, self._providers())
+
+    def per_tree(self) -> int:
+        """How many of a tree's results are kept at most."""
+        return max(1, min(PER_TREE, self.budget() // max(1, self._roots())))
 
     def kind(self, key: Hashable) -> Kind:
         """The answers kept for ``key``, now the kind asked for most recently."""

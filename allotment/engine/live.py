@@ -116,7 +116,7 @@ class LiveSnapshot(Snapshot):
         # callers can keep what they derive from it until it changes.
         first = _REVISIONS.take(n)
         self._revs = list(range(first, first + n))
-        self._kept = kept.Store(self.__len__)
+        self._kept = kept.Store(self.__len__, self.root_count)
         # Identical trait sets, aggregate sets, limits and inventory maps are
         # stored once, as Snapshot.build does.
         self._interned = {}
@@ -172,6 +172,9 @@ class LiveSnapshot(Snapshot):
 
     def __len__(self) -> int:
         return len(self.index)
+
+    def root_count(self) -> int:
+        return len(self.roots)
 
     def live_positions(self) -> list[int]:
         """Every position holding a provider, in UUID order."""

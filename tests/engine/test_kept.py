@@ -62,3 +62,11 @@ def test_a_kind_dropped_while_its_search_runs_keeps_nothing_more(monkeypatch):
     # keeps neither counts against the budget nor is found again.
     old.keep(1, 1, "answer", 1)
     assert store.results == 8 and store.kind("old") is not old
+
+
+def test_a_tree_keeps_at_most_its_share_of_the_budget(monkeypatch):
+    monkeypatch.setattr(kept, "MIN_BUDGET", 1000)
+    assert kept.Store(lambda: 0, lambda: 10).per_tree() == kept.PER_TREE
+    assert kept.Store(lambda: 0, lambda: 100).per_tree() == 10
+    assert kept.Store(lambda: 0, lambda: 5000).per_tree() == 1
+    assert kept.Store(lambda: 20_000, lambda: 1000).per_tree() == 20

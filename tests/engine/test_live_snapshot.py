@@ -427,6 +427,45 @@ def test_limited_requests_keep_the_prefix_they_took_and_later_ones_resume_it():
         fresh = Snapshot.build(records)
 
 
+def test_an_answer_bigger_than_the_budget_leaves_a_prefix_in_every_tree(monkeypatch):
+    from allotment.engine import kept
+
+    # Six hosts of four NUMA nodes (30 providers), two groups that may share
+    # a node: 16 candidates per host, 96 in all, against a budget of 30.
+    monkeypatch.setattr(kept, "MIN_BUDGET", 12)
+    records = []
+    for h in range(1, 7):
+        root = pid(10 * h)
+        records.append(ProviderRecord(uuid=root, inventories={"MEMORY_MB": Inventory(total=64)}))
+        records += [ProviderRecord(uuid=pid(10 * h + n), parent_uuid=root,
+                                   inventories={"VCPU": Inventory(total=4)}) for n in (1, 2, 3, 4)]
+    live = LiveSnapshot.build(records)
+    request = AllocationCandidatesRequest.for_microversion(
+        (1, 39), groups=(RequestGroup(suffix="", resources={"MEMORY_MB": 8}),
+                         RequestGroup(suffix="_A", resources={"VCPU": 1}),
+                         RequestGroup(suffix="_B", resources={"VCPU": 1})),
+        group_policy="none")
+    assert live._kept.budget() == 30 and live._kept.per_tree() == 5
+    whole = list(find_candidates(live, request))
+    assert len(whole) == 96
+    assert list(find_candidates(live, request)) == whole
+    # Every tree kept its share (five results), not the first tree all of
+    # its own: a request taking one or two of each tree searches none.
+    calls = []
+    real = anchors._AnchorSearch.walk
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(anchors._AnchorSearch, "walk", counted)
+    for limit in (6, 12):
+        got = list(find_candidates(live, request, limit=limit, strategy="breadth-first"))
+        assert len(got) == limit and len({c.anchor for c in got}) == 6
+    assert calls == []
+    assert list(find_candidates(live, request)) == whole
+
+
 def test_replace_trees_moves_a_subtree_and_reanchors_sharing():
     inv = {"VCPU": Inventory(total=4)}
     records = [
