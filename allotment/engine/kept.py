@@ -6,7 +6,7 @@ every provider position a revision that changes whenever anything about the
 provider does (and is never reused), so an answer stamped with those
 revisions stays right until the stamp no longer matches.  The snapshot holds
 the kept answers for the few kinds of request asked most recently
-(``LiveSnapshot.lonely_memo``); a snapshot that never changes keeps none.
+(``LiveSnapshot.kept_answers``); a snapshot that never changes keeps none.
 """
 
 from __future__ import annotations

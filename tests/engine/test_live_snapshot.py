@@ -195,7 +195,7 @@ def _compare(live: LiveSnapshot, records, usage, data, asked: list) -> None:
                       for s, a in fresh.anchors_of_sharing.items()}
     uuids = sorted(records) or [pid(1)]
     # Requests asked before the change are asked again: what the live
-    # snapshot remembers of their answers (see LiveSnapshot.lonely_memo)
+    # snapshot remembers of their answers (see LiveSnapshot.kept_answers)
     # must follow every change.
     fresh_ones = [data.draw(requests(uuids)) for _ in range(3)]
     for request in asked[-3:] + fresh_ones:
