@@ -65,6 +65,17 @@ _TREE_TRAITS = _in_trees(_TRAITS, resource_provider_traits.c.resource_provider_i
 _TREE_AGGREGATES = _in_trees(_AGGREGATES, resource_provider_aggregates.c.resource_provider_id)
 
 
+# Ids bound into one IN list at most: SQLite takes at most 32,766 bound
+# parameters in a statement and PostgreSQL's protocol 65,535, and a process
+# catching up after a bulk load may have that many trees or providers to read.
+IN_LIST_MAX = 10_000
+
+
+def _batches(ids: Iterable[int]) -> list[list[int]]:
+    ordered = sorted(set(ids))
+    return [ordered[i:i + IN_LIST_MAX] for i in range(0, len(ordered), IN_LIST_MAX)]
+
+
 def load(conn: Connection, root_ids: Iterable[int] | None = None) -> dict[int, dict]:
     """Providers with their inventories, traits and aggregates.
 
@@ -78,14 +89,16 @@ def load(conn: Connection, root_ids: Iterable[int] | None = None) -> dict[int, d
     measurable share of a full load.
     """
     if root_ids is None:
-        params: dict = {}
-        queries = (_PROVIDERS, _INVENTORIES, _TRAITS, _AGGREGATES)
-    else:
-        roots = sorted(set(root_ids))
-        if not roots:
-            return {}
-        params = {"roots": roots}
-        queries = (_TREE_PROVIDERS, _TREE_INVENTORIES, _TREE_TRAITS, _TREE_AGGREGATES)
+        return _load(conn, (_PROVIDERS, _INVENTORIES, _TRAITS, _AGGREGATES), {})
+    world: dict[int, dict] = {}
+    for roots in _batches(root_ids):
+        # Trees do not share providers: the batches' worlds are disjoint.
+        world.update(_load(conn, (_TREE_PROVIDERS, _TREE_INVENTORIES, _TREE_TRAITS,
+                                  _TREE_AGGREGATES), {"roots": roots}))
+    return world
+
+
+def _load(conn: Connection, queries: tuple, params: dict) -> dict[int, dict]:
     providers_q, inventories_q, traits_q, aggregates_q = queries
     world: dict[int, dict] = {
         pid: {"uuid": uuid, "name": name, "generation": generation,
@@ -111,6 +124,10 @@ _USAGE = (
     .group_by(allocations.c.resource_provider_id, allocations.c.resource_class_id))
 
 
+_PROVIDERS_USAGE = _USAGE.where(
+    allocations.c.resource_provider_id.in_(sa.bindparam("ids", expanding=True)))
+
+
 def usage(conn: Connection, provider_ids: Iterable[int] | None = None
           ) -> list[tuple[int, int, int]]:
     """``(provider id, class id, used)`` for every allocated pair (of the
@@ -118,10 +135,10 @@ def usage(conn: Connection, provider_ids: Iterable[int] | None = None
 
     One GROUP BY over allocations, answered from the (provider, class) index.
     """
-    query = _USAGE
-    if provider_ids is not None:
-        query = query.where(allocations.c.resource_provider_id.in_(sorted(set(provider_ids))))
-    return [(p, c, int(used)) for p, c, used in conn.execute(query)]
+    if provider_ids is None:
+        return [(p, c, int(used)) for p, c, used in conn.execute(_USAGE)]
+    return [(p, c, int(used)) for ids in _batches(provider_ids)
+            for p, c, used in conn.execute(_PROVIDERS_USAGE, {"ids": ids})]
 
 
 _CLASSES = sa.select(resource_classes.c.id, resource_classes.c.name)
