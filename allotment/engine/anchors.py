@@ -14,6 +14,7 @@ from allotment.engine import kept
 from allotment.engine.forest import lca
 from allotment.engine.plan import (
     NO_USAGE,
+    READY,
     Group,
     Plan,
     build_candidate,
@@ -22,7 +23,6 @@ from allotment.engine.plan import (
 )
 from allotment.engine.snapshot import CAPACITY, MAX_UNIT
 from allotment.engine.unsuffixed import (
-    READY,
     lonely_search,
     tree_search,
     unsuffixed_options,

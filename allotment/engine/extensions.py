@@ -35,9 +35,9 @@ from dataclasses import dataclass, field
 from allotment.engine import anchors, search, split
 from allotment.engine import plan as plan_mod
 from allotment.engine.forest import lca
+from allotment.engine.plan import READY
 from allotment.engine.request import AllocationCandidatesRequest
 from allotment.engine.snapshot import Snapshot
-from allotment.engine.unsuffixed import READY
 
 
 @dataclass(frozen=True)

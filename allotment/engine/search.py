@@ -26,10 +26,17 @@ import random
 from collections.abc import Callable, Iterable, Iterator
 
 from allotment.engine.anchors import search_anchor
-from allotment.engine.plan import Candidate, Plan, build_candidate, may_repeat, portable
+from allotment.engine.plan import (
+    READY,
+    Candidate,
+    Plan,
+    build_candidate,
+    may_repeat,
+    portable,
+)
 from allotment.engine.request import AllocationCandidatesRequest
 from allotment.engine.snapshot import Snapshot
-from allotment.engine.unsuffixed import READY, lonely_search
+from allotment.engine.unsuffixed import lonely_search
 
 __all__ = ["STRATEGIES", "Candidate", "find_candidates", "provider_summary_uuids"]
 

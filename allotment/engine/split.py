@@ -136,7 +136,7 @@ class SplitPlan:
         snap = self.snapshot
         required = self.unsuffixed.required
         for usage, chosen in rest:
-            if usage is unsuffixed.READY:
+            if usage is plan_mod.READY:
                 usage, chosen = _unpack(snap, chosen)
             base: list[list[int]] = [[] for _ in self.full.groups]
             for pos, picks in zip(self.positions, chosen, strict=True):

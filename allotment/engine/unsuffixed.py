@@ -18,9 +18,6 @@ from allotment.engine import kept
 from allotment.engine.plan import NO_USAGE, READY, Candidate, Group, Plan, fits
 from allotment.engine.snapshot import CAPACITY, MAX_UNIT, MIN_UNIT, STEP_SIZE
 
-__all__ = ["READY", "lonely_search", "tree_search", "unsuffixed_option_lists",
-           "unsuffixed_options", "unsuffixed_product"]
-
 
 def unsuffixed_options(plan: Plan, g: Group, r: int,
                         rc: str, amount: int) -> list[int]:
