@@ -17,7 +17,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 
 from allotment import conf as conf_mod
-from allotment.storage import faults, feed
+from allotment.storage import faults, feed, watch
 
 # How long a SQLite writer waits for the lock before giving up (ms).
 SQLITE_BUSY_TIMEOUT_MS = 60_000
@@ -199,6 +199,7 @@ class Database:
         self.engine = engine
         self.backend = engine.url.get_backend_name()
         self.feed_retention = feed_retention
+        self.watch = watch.CommitWatch(engine)
 
     @classmethod
     def from_conf(cls, conf) -> Database:
@@ -254,4 +255,5 @@ class Database:
                 yield conn.execution_options(isolation_level="AUTOCOMMIT")
 
     def dispose(self) -> None:
+        self.watch.close()
         self.engine.dispose()

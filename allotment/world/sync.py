@@ -61,6 +61,7 @@ class Replica:
         self.head = 0  # every id up to here was applied or is a gap
         self.gaps: dict[int, Gap] = {}
         self._checked = 0.0
+        self._mark: int | None = None  # storage.watch's mark when last current
         self.rebuilds = 0
 
     @contextmanager
@@ -74,18 +75,23 @@ class Replica:
 
     def catch_up(self) -> None:
         with self.lock:
+            # Taken before looking, so that a commit made while we look
+            # changes the next mark and is looked for then.
+            mark = self.db.watch.mark()
             if self.world is None:
                 self.rebuild()
-                return
-            try:
-                self._catch_up()
-            except BaseException:
-                # A failure part way (the database went away between reading
-                # the feed and reading the trees it names) may have moved
-                # ``head`` past changes not applied: never serve that world;
-                # the next request reads the whole world again.
-                self.world = None
-                raise
+            elif mark is None or mark != self._mark or self.gaps:
+                try:
+                    self._catch_up()
+                except BaseException:
+                    # A failure part way (the database went away between
+                    # reading the feed and reading the trees it names) may
+                    # have moved ``head`` past changes not applied: never
+                    # serve that world; the next request reads it all again.
+                    self.world = None
+                    raise
+            # Nothing committed since this mark was taken is missing now.
+            self._mark = mark
 
     def _catch_up(self) -> None:
         with self.lock:
