@@ -200,6 +200,7 @@ class Database:
         self.backend = engine.url.get_backend_name()
         self.feed_retention = feed_retention
         self.watch = watch.CommitWatch(engine)
+        self.probe = watch.FeedProbe(engine)
 
     @classmethod
     def from_conf(cls, conf) -> Database:
@@ -256,4 +257,5 @@ class Database:
 
     def dispose(self) -> None:
         self.watch.close()
+        self.probe.close()
         self.engine.dispose()

@@ -11,18 +11,34 @@ returns a different number after any *other* connection (of this process or
 any other) committed to the file, and the same number otherwise.  A
 connection of its own that never writes therefore sees every commit, and
 one pragma on it (a few microseconds, no pool) says whether the feed can
-have anything new.  Other databases have no such counter that is exact (a
-notification can still be on its way when a request begins), so there the
-feed is always read.
+have anything new.
+
+Other databases have no such counter that is exact (a notification can
+still be on its way when a request begins), so there the feed is read every
+time -- but the question "is there a row after the last one I applied?"
+needs neither the pool nor its liveness check (a round trip of its own on
+every checkout): :class:`FeedProbe` asks it on a connection of its own, one
+round trip.  Any failure there sends the caller the usual way (pooled,
+checked connections whose errors become 503s), so the probe never changes
+what a client sees, only how fast a quiet answer comes.
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from typing import Any
 
+import sqlalchemy as sa
 from sqlalchemy.engine import Engine
+
+from allotment.storage.tables import placement_changes
+
+# After a failed probe, how long (seconds) callers go the usual way before
+# the probe connects again: a database that cannot be reached must not cost
+# every request two connection timeouts.
+PROBE_BACKOFF = 5.0
 
 
 class CommitWatch:
@@ -82,3 +98,56 @@ def _counts_commits(engine: Engine) -> bool:
     if database in ("", ":memory:") or database.startswith("file::memory:"):
         return False
     return "memory" not in str(url.query.get("mode", ""))
+
+
+class FeedProbe:
+    """``newer_than(head)``: whether the change feed has a row with an id
+    above ``head``; ``None`` when it cannot tell (then the caller reads the
+    feed the usual way)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._lock = threading.Lock()
+        self._conn: Any = None
+        self._usable = engine.url.get_backend_name() in ("postgresql", "mysql")
+        self._failed_at = -PROBE_BACKOFF
+        stmt = (sa.select(placement_changes.c.id)
+                .where(placement_changes.c.id > sa.bindparam("after")).limit(1))
+        self._compiled = stmt.compile(dialect=engine.dialect)
+        self._sql = str(self._compiled)
+
+    def newer_than(self, head: int) -> bool | None:
+        if not self._usable or time.monotonic() - self._failed_at < PROBE_BACKOFF:
+            return None
+        with self._lock:
+            try:
+                if self._conn is None:
+                    self._conn = self._connect()
+                cur = self._conn.cursor()
+                try:
+                    cur.execute(self._sql, self._compiled.construct_params({"after": head}))
+                    return cur.fetchone() is not None
+                finally:
+                    cur.close()
+            except Exception:
+                self._failed_at = time.monotonic()
+                self._close()
+                return None
+
+    def _connect(self) -> Any:
+        # Made by the pool's own creator, so with the engine's connect
+        # arguments (timeouts) and connect hooks, then taken out of the pool.
+        fairy = self._engine.raw_connection()
+        fairy.detach()
+        self._engine.dialect.set_isolation_level(fairy.dbapi_connection, "AUTOCOMMIT")
+        return fairy
+
+    def _close(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(Exception):
+                self._conn.close()
+            self._conn = None
+
+    def close(self) -> None:
+        with self._lock:
+            self._close()

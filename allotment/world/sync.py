@@ -95,6 +95,8 @@ class Replica:
 
     def _catch_up(self) -> None:
         with self.lock:
+            if not self.gaps and self.db.probe.newer_than(self.head) is False:
+                return
             with self.db.autocommit() as conn:
                 entries = feed.read(conn, self.head, self.gaps)
                 if not entries:
