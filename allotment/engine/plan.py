@@ -205,6 +205,10 @@ class Plan:
                     if snap.is_sharing[s]:
                         here |= snap.anchors_of_sharing[s]
             allowed = here if allowed is None else allowed & here
+        for g in self.groups:
+            here = _anchors_of_members(snap, g.members)
+            if here is not None:
+                allowed = here if allowed is None else allowed & here
         # Roots are kept in UUID order; so is any subset of them.
         anchors = (list(snap.roots) if allowed is None
                    else sorted(allowed, key=snap.uuids.__getitem__))
@@ -217,6 +221,27 @@ class Plan:
             return True
         traits = self.snapshot.traits[r]
         return self.root_required <= traits and self.root_forbidden.isdisjoint(traits)
+
+
+# A group's member_of narrows the anchors walked only when its members are
+# at most this many per root (see _anchors_of_members).
+MEMBERS_WALKED_PER_ROOT = 0.25
+
+
+def _anchors_of_members(snap: Snapshot, members: frozenset[int] | None) -> set[int] | None:
+    """The only anchors a group limited to ``members`` (member_of) can be
+    served from: the trees of its members and the trees its sharing members
+    serve.  None when the group is not limited, or when its members are so
+    many that walking them would cost more than the anchors they rule out."""
+    if members is None or len(members) > len(snap.roots) * MEMBERS_WALKED_PER_ROOT:
+        return None
+    root, is_sharing, served = snap.root, snap.is_sharing, snap.anchors_of_sharing
+    here = set()
+    for p in members:
+        here.add(root[p])
+        if is_sharing[p]:
+            here |= served.get(p, ())
+    return here
 
 
 def may_repeat(plan: Plan, r: int) -> bool:

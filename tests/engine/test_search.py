@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 import random
 import time
 from collections import Counter
@@ -18,6 +19,7 @@ from allotment.engine import (
     provider_summary_uuids,
 )
 from allotment.engine import anchors as anchors_module
+from allotment.engine import plan as plan_module
 from allotment.engine import search as search_module
 
 VCPU, DISK, VF, VGPU, MEM = "VCPU", "DISK_GB", "SRIOV_NET_VF", "VGPU", "MEMORY_MB"
@@ -93,6 +95,39 @@ def test_member_of_requires_sharing_provider_itself_in_aggregate():
         cand(("CN2", (VCPU,)), ("SS", (DISK,))),
         cand(("CN3", (VCPU,)), ("SS", (DISK,))),
     ])
+
+
+def test_member_of_served_by_a_sharing_member_reaches_trees_outside_it(monkeypatch):
+    """A group limited to an aggregate can be served by a sharing provider
+    in it for a tree that is not: that tree still anchors candidates when
+    member_of narrows the anchors walked (engine.plan)."""
+    monkeypatch.setattr(plan_module, "MEMBERS_WALKED_PER_ROOT", math.inf)
+    w = World()
+    w.add("CN1", inv={VCPU: 4}, aggs=["rack"])
+    w.add("CN2", inv={VCPU: 4}, aggs=["other"])
+    w.add("SS", inv={DISK: 100}, aggs=["rack", "gold"], sharing=True)
+    got = w.shapes(request(group("1", VCPU=1), group("2", DISK_GB=1, member_of=[["gold"]]),
+                           group_policy="none"))
+    assert Counter(got) == Counter([cand(("CN1", (VCPU,)), ("SS", (DISK,)))])
+
+
+def test_member_of_walks_only_the_trees_of_its_members(monkeypatch):
+    w = World()
+    for h in range(40):
+        w.add(f"CN{h}", inv={VCPU: 4}, aggs=["rack"] if h == 7 else ["row"])
+        w.add(f"CN{h}_pf", parent=f"CN{h}", inv={VF: 4})
+    walked = []
+    real = search_module.search_anchor
+
+    def counted(plan, r, rng):
+        walked.append(r)
+        return real(plan, r, rng)
+
+    monkeypatch.setattr(search_module, "search_anchor", counted)
+    got = w.shapes(request(group("1", VCPU=1, member_of=[["rack"]]),
+                           group("2", SRIOV_NET_VF=1), group_policy="none"))
+    assert got == [cand(("CN7", (VCPU,)), ("CN7_pf", (VF,)))]
+    assert len(walked) == 1
 
 
 def test_suffixed_member_of_is_direct_membership():
