@@ -41,15 +41,41 @@ from allotment.storage.tables import placement_changes
 PROBE_BACKOFF = 5.0
 
 
-class CommitWatch:
-    """``mark()`` returns equal values only if nothing was committed between
-    the two calls; ``None`` when it cannot tell (then the caller must look).
-    """
+class _OwnConnection:
+    """One DBAPI connection kept out of the pool, used under a lock."""
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
         self._lock = threading.Lock()
         self._conn: Any = None
+
+    def _connection(self) -> Any:
+        if self._conn is None:
+            self._conn = self._connect()
+        return self._conn
+
+    def _connect(self) -> Any:
+        raise NotImplementedError
+
+    def _close(self) -> None:
+        if self._conn is not None:
+            # A broken connection may fail to close too; it is dropped anyway.
+            with contextlib.suppress(Exception):
+                self._conn.close()
+            self._conn = None
+
+    def close(self) -> None:
+        with self._lock:
+            self._close()
+
+
+class CommitWatch(_OwnConnection):
+    """``mark()`` returns equal values only if nothing was committed between
+    the two calls; ``None`` when it cannot tell (then the caller must look).
+    """
+
+    def __init__(self, engine: Engine) -> None:
+        super().__init__(engine)
         self._usable = _counts_commits(engine)
 
     def mark(self) -> int | None:
@@ -57,9 +83,7 @@ class CommitWatch:
             return None
         with self._lock:
             try:
-                if self._conn is None:
-                    self._conn = self._connect()
-                return self._conn.execute("PRAGMA data_version").fetchone()[0]
+                return self._connection().execute("PRAGMA data_version").fetchone()[0]
             except Exception:
                 # Whatever went wrong, the caller reads the feed, which
                 # reports a database failure in the usual way.
@@ -75,17 +99,6 @@ class CommitWatch:
         conn.isolation_level = None  # never inside a transaction of its own
         return conn
 
-    def _close(self) -> None:
-        if self._conn is not None:
-            # A broken connection may fail to close too; it is dropped anyway.
-            with contextlib.suppress(Exception):
-                self._conn.close()
-            self._conn = None
-
-    def close(self) -> None:
-        with self._lock:
-            self._close()
-
 
 def _counts_commits(engine: Engine) -> bool:
     """True for SQLite databases in a file: an in-memory database is a
@@ -100,15 +113,13 @@ def _counts_commits(engine: Engine) -> bool:
     return "memory" not in str(url.query.get("mode", ""))
 
 
-class FeedProbe:
+class FeedProbe(_OwnConnection):
     """``newer_than(head)``: whether the change feed has a row with an id
     above ``head``; ``None`` when it cannot tell (then the caller reads the
     feed the usual way)."""
 
     def __init__(self, engine: Engine) -> None:
-        self._engine = engine
-        self._lock = threading.Lock()
-        self._conn: Any = None
+        super().__init__(engine)
         self._usable = engine.url.get_backend_name() in ("postgresql", "mysql")
         self._failed_at = -PROBE_BACKOFF
         stmt = (sa.select(placement_changes.c.id)
@@ -121,9 +132,7 @@ class FeedProbe:
             return None
         with self._lock:
             try:
-                if self._conn is None:
-                    self._conn = self._connect()
-                cur = self._conn.cursor()
+                cur = self._connection().cursor()
                 try:
                     cur.execute(self._sql, self._compiled.construct_params({"after": head}))
                     return cur.fetchone() is not None
@@ -141,13 +150,3 @@ class FeedProbe:
         fairy.detach()
         self._engine.dialect.set_isolation_level(fairy.dbapi_connection, "AUTOCOMMIT")
         return fairy
-
-    def _close(self) -> None:
-        if self._conn is not None:
-            with contextlib.suppress(Exception):
-                self._conn.close()
-            self._conn = None
-
-    def close(self) -> None:
-        with self._lock:
-            self._close()

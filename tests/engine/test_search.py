@@ -111,19 +111,25 @@ def test_member_of_served_by_a_sharing_member_reaches_trees_outside_it(monkeypat
     assert Counter(got) == Counter([cand(("CN1", (VCPU,)), ("SS", (DISK,)))])
 
 
+def searched_anchors(monkeypatch) -> list[int]:
+    """The anchors the search opens from now on, in order."""
+    opened: list[int] = []
+    real = search_module.search_anchor
+
+    def spy(plan, r, rng):
+        opened.append(r)
+        return real(plan, r, rng)
+
+    monkeypatch.setattr(search_module, "search_anchor", spy)
+    return opened
+
+
 def test_member_of_walks_only_the_trees_of_its_members(monkeypatch):
     w = World()
     for h in range(40):
         w.add(f"CN{h}", inv={VCPU: 4}, aggs=["rack"] if h == 7 else ["row"])
         w.add(f"CN{h}_pf", parent=f"CN{h}", inv={VF: 4})
-    walked = []
-    real = search_module.search_anchor
-
-    def counted(plan, r, rng):
-        walked.append(r)
-        return real(plan, r, rng)
-
-    monkeypatch.setattr(search_module, "search_anchor", counted)
+    walked = searched_anchors(monkeypatch)
     got = w.shapes(request(group("1", VCPU=1, member_of=[["rack"]]),
                            group("2", SRIOV_NET_VF=1), group_policy="none"))
     assert got == [cand(("CN7", (VCPU,)), ("CN7_pf", (VF,)))]
@@ -271,14 +277,7 @@ def test_results_are_deterministic_unless_randomized():
 
 def test_search_is_lazy(monkeypatch):
     w = many_hosts(50)
-    opened = []
-    real = search_module.search_anchor
-
-    def spy(plan, r, rng):
-        opened.append(r)
-        return real(plan, r, rng)
-
-    monkeypatch.setattr(search_module, "search_anchor", spy)
+    opened = searched_anchors(monkeypatch)
     req = request(group(VCPU=1), group("1", SRIOV_NET_VF=1), group("2", SRIOV_NET_VF=1),
                   group_policy="none")
     # A limited answer spreads over hosts: it opens as many as it returns
