@@ -133,7 +133,7 @@ def _timeouts(backend: str, connect: int, statement: int) -> dict:
 
 
 def _setup_sqlite(engine: Engine, *, synchronous: bool) -> None:
-    in_memory = engine.url.database in (None, "", ":memory:")
+    in_memory = watch.sqlite_in_memory(engine.url)
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn, _record):

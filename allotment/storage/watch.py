@@ -100,17 +100,19 @@ class CommitWatch(_OwnConnection):
         return conn
 
 
-def _counts_commits(engine: Engine) -> bool:
-    """True for SQLite databases in a file: an in-memory database is a
-    different database on every connection, so its counter says nothing
-    about the pool's."""
-    url = engine.url
-    if url.get_backend_name() != "sqlite":
-        return False
+def sqlite_in_memory(url: sa.engine.URL) -> bool:
+    """Whether a SQLite URL names an in-memory database (a different
+    database on every connection) rather than a file."""
     database = url.database or ""
     if database in ("", ":memory:") or database.startswith("file::memory:"):
-        return False
-    return "memory" not in str(url.query.get("mode", ""))
+        return True
+    return "memory" in str(url.query.get("mode", ""))
+
+
+def _counts_commits(engine: Engine) -> bool:
+    """True for SQLite databases in a file: an in-memory database's counter
+    says nothing about the pool's connections."""
+    return engine.url.get_backend_name() == "sqlite" and not sqlite_in_memory(engine.url)
 
 
 class FeedProbe(_OwnConnection):
