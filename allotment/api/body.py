@@ -50,6 +50,15 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a valid JSON number")
 
 
+def _body_stream(req: falcon.Request) -> Any:
+    # A chunked body has no Content-Length; a server that says its input
+    # stream ends where the body ends (PEP 3333's wsgi.input_terminated, as
+    # gunicorn does) can be read to its end, as upstream reads it.
+    if req.content_length is None and req.env.get("wsgi.input_terminated"):
+        return req.stream
+    return req.bounded_stream
+
+
 def json_body(req: falcon.Request, schema: dict | None = None) -> Any:
     """The request's JSON document, validated against ``schema``.
 
@@ -59,7 +68,7 @@ def json_body(req: falcon.Request, schema: dict | None = None) -> Any:
     """
     require_json(req)
     bounds = limits.of(req)
-    raw = req.bounded_stream.read(bounds.body_bytes + 1)
+    raw = _body_stream(req).read(bounds.body_bytes + 1)
     if len(raw) > bounds.body_bytes:
         raise limits.body_too_large(bounds)
     try:

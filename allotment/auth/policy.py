@@ -42,7 +42,14 @@ RELOAD_INTERVAL = 1.0
 MAX_DECISIONS = 4096
 
 
+_SCALARS = (str, int, bool, float, type(None))
+
+
 def _frozen(value: Any) -> Any:
+    # Credentials are mostly strings and None: those are taken as they are
+    # before the (slower) abstract-type checks.
+    if type(value) in _SCALARS:
+        return value
     if isinstance(value, Mapping):
         return tuple(sorted((k, _frozen(v)) for k, v in value.items()))
     if isinstance(value, (list, tuple, set, frozenset)):

@@ -12,6 +12,7 @@ disconnected and the worker moves on.
 from __future__ import annotations
 
 import contextlib
+import datetime
 import errno
 import os
 import select
@@ -19,11 +20,13 @@ import socket
 import time
 from typing import Any
 
+from gunicorn import util
 from gunicorn.http.errors import LimitRequestLine
 from gunicorn.workers.sync import StopWaiting, SyncWorker
 
 from allotment import errors
 from allotment.api import rendering
+from allotment.cmd import exchange
 
 
 class DeadlineSocket:
@@ -44,7 +47,12 @@ class DeadlineSocket:
         self._seconds = seconds
         self._read_by = time.monotonic() + seconds
         self._write_by: float | None = None
+        self._unread = b""
         self.expired = False
+
+    def unread(self, data: bytes) -> None:
+        """Give ``data`` back: the next reads return it before reading on."""
+        self._unread = data + self._unread
 
     def _expire(self) -> None:
         if not self.expired:
@@ -53,6 +61,9 @@ class DeadlineSocket:
                 self._sock.shutdown(socket.SHUT_RDWR)
 
     def recv(self, size: int, *flags: int) -> bytes:
+        if self._unread:
+            data, self._unread = self._unread[:size], self._unread[size:]
+            return data
         remaining = self._read_by - time.monotonic()
         if remaining <= 0:
             self._expire()
@@ -141,8 +152,82 @@ class DeadlineSyncWorker(SyncWorker):
                 raise StopWaiting from None
             raise
 
+    _limits: exchange.Limits | None = None
+    _environs: dict[int, exchange.Environ | None]
+
     def handle(self, listener, client, addr) -> None:
-        super().handle(listener, DeadlineSocket(client, self.client_timeout), addr)
+        conn = DeadlineSocket(client, self.client_timeout)
+        builder = self._environ_for(listener)
+        request = None
+        if builder is not None:
+            try:
+                request = exchange.read_plain(conn, self._limits)
+            except OSError as exc:
+                self._client_gone(exc)
+                util.close_graceful(client)
+                return
+        if request is None:
+            # Anything but a plain request (and anything unread of it) is
+            # gunicorn's to answer.
+            super().handle(listener, conn, addr)
+            return
+        try:
+            self._serve(conn, addr, builder.build(request, conn, addr), request)
+        except OSError as exc:
+            self._client_gone(exc)
+        finally:
+            exchange.close(client, util.close_graceful)
+
+    def _environ_for(self, listener) -> exchange.Environ | None:
+        if self._limits is None:
+            self._limits = exchange.Limits(self.cfg)
+            self._environs = {}
+        key = listener.fileno()
+        if key not in self._environs:
+            try:
+                self._environs[key] = exchange.Environ(self.cfg, listener.getsockname())
+            except ValueError:  # not TCP: gunicorn's path names it
+                self._environs[key] = None
+        return self._environs[key]
+
+    def _serve(self, conn: DeadlineSocket, addr, environ: dict,
+               request: exchange.Request) -> None:
+        started = time.perf_counter()
+        self.nr += 1
+        if self.nr >= self.max_requests:
+            self.log.info("Autorestarting worker after current request.")
+            self.alive = False
+        response = exchange.Response()
+        result = None
+        try:
+            result = self.wsgi(environ, response.start_response)
+            body = result if response.status is not None else list(result)
+            exchange.send(conn, request, response, body)
+        except OSError:
+            # The client's socket, as in gunicorn: the caller decides.
+            raise
+        except Exception:
+            self.log.exception("Error handling request %s", request.uri)
+            if response.committed:
+                return
+            # As the application answers what it did not expect.
+            response = exchange.Response()
+            data = rendering.dumps(rendering.error_body(
+                errors.PlacementError("An unexpected error occurred."), environ, None))
+            response.start_response("500 Internal Server Error", [
+                ("Content-Type", "application/json"), ("Content-Length", str(len(data)))])
+            exchange.send(conn, request, response, [data])
+        finally:
+            if hasattr(result, "close"):
+                result.close()
+            self.log.access(response, None, environ,
+                            datetime.timedelta(seconds=time.perf_counter() - started))
+
+    def _client_gone(self, exc: OSError) -> None:
+        if exc.errno in (errno.EPIPE, errno.ECONNRESET, errno.ENOTCONN):
+            self.log.debug("Ignoring a client that went away: %s", exc)
+        else:
+            self.log.exception("Socket error processing request.")
 
     def handle_error(self, req, client, addr, exc) -> None:
         if not isinstance(exc, LimitRequestLine):
