@@ -9,6 +9,7 @@ default format names.
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
@@ -47,6 +48,36 @@ class AccessLogger(Logger):
                 f'"{_quoted(environ.get("HTTP_REFERER", "-"))}" '
                 f'"{_quoted(environ.get("HTTP_USER_AGENT", "-"))}"')
         try:
-            self.access_log.info("%s", line)
+            if not _write_plainly(self.access_log, line):
+                self.access_log.info("%s", line)
         except Exception:  # pragma: no cover - as gunicorn's own logger
             self.exception("access log")
+
+
+_PLAIN_HANDLERS = (logging.StreamHandler, logging.FileHandler)
+
+
+def _write_plainly(log: logging.Logger, line: str) -> bool:
+    """Write ``line`` straight to the log's streams, if that is all logging
+    would do with it.
+
+    gunicorn's access log is a stream (``-``) or a file with the format
+    ``%(message)s``; for those a log record, its formatting and the handler
+    chain only cost time (about 50 us a line, a sixth of a small request).
+    Any other set-up (syslog, a logging configuration of the operator's,
+    filters, levels) goes through logging as before.
+    """
+    handlers = log.handlers
+    if not handlers or log.filters or not log.isEnabledFor(logging.INFO):
+        return False
+    for handler in handlers:
+        if (type(handler) not in _PLAIN_HANDLERS or handler.filters
+                or handler.level > logging.INFO or handler.stream is None
+                or handler.formatter is None
+                or handler.formatter._fmt != "%(message)s"):
+            return False
+    for handler in handlers:
+        with handler.lock:
+            handler.stream.write(line + handler.terminator)
+            handler.stream.flush()
+    return True

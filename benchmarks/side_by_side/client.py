@@ -1,14 +1,19 @@
 """A thin HTTP client, and loading a world into a service through its API.
 
-``http.client`` on a fresh connection per request: both services run under
-gunicorn's sync workers, which close the connection after every answer, and
-the smallest client keeps the client's own cost out of the comparison.
+A fresh connection per request: both services run under gunicorn's sync
+workers, which close the connection after every answer.  The request is
+written in one piece and the answer read to the end of the connection, with
+no HTTP library in between: ``http.client`` spent 0.1-0.2 ms of the
+client's own time on every request (header parsing through the email
+package), the same for both services, which is noise against upstream's
+tens of milliseconds and a fifth of a small allotment answer.  The smallest
+client keeps the client's own cost out of the comparison.
 """
 
 from __future__ import annotations
 
-import http.client
 import json
+import socket
 import time
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlsplit
@@ -28,20 +33,27 @@ class Client:
 
     def request(self, method: str, path: str, body=None) -> tuple[int, bytes, float]:
         """(status, body, seconds) of one request."""
-        headers = dict(self.headers)
-        data = None
+        head = f"{method} {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n" + "".join(
+            f"{name}: {value}\r\n" for name, value in self.headers.items())
+        data = b""
         if body is not None:
             data = json.dumps(body).encode()
-            headers["Content-Type"] = "application/json"
+            head += f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n"
+        request = (head + "\r\n").encode("latin-1") + data
         start = time.perf_counter()
-        conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
-        try:
-            conn.request(method, path, body=data, headers=headers)
-            resp = conn.getresponse()
-            payload = resp.read()
-        finally:
-            conn.close()
-        return resp.status, payload, time.perf_counter() - start
+        with socket.create_connection((self.host, self.port), timeout=self.timeout) as sock:
+            sock.sendall(request)
+            chunks = []
+            while chunk := sock.recv(262144):
+                chunks.append(chunk)
+        seconds = time.perf_counter() - start
+        answer = b"".join(chunks)
+        head_end = answer.find(b"\r\n\r\n")
+        if not answer.startswith(b"HTTP/1.") or head_end < 0:
+            raise ConnectionError(f"{method} {path}: no HTTP answer: {answer[:200]!r}")
+        status = int(answer[9:12])
+        payload = answer[head_end + 4:]
+        return status, payload, seconds
 
     def call(self, method: str, path: str, body=None, expect: tuple[int, ...] = (200,)):
         status, payload, _ = self.request(method, path, body)

@@ -75,3 +75,41 @@ def test_a_tiny_run_measures_both_services(tmp_path, capsys):
     assert "claims, upstream:" in text and "claims, allotment:" in text
     assert "over-allocated inventories: 0" in text
     assert "REST load" in text
+
+
+def test_the_client_sends_one_request_and_reads_the_answer_to_the_end():
+    import socket
+    import threading
+
+    from benchmarks.side_by_side.client import Client
+
+    received = []
+    body = b'{"resource_providers": []}'
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+
+        def serve() -> None:
+            conn, _ = listener.accept()
+            with conn:
+                data = b""
+                while b"\r\n\r\n" not in data or not data.endswith(b"}"):
+                    data += conn.recv(65536)
+                received.append(data)
+                conn.sendall(b"HTTP/1.1 409 Conflict\r\nContent-Length: %d\r\n"
+                             b"Connection: close\r\n\r\n" % len(body))
+                conn.sendall(body)
+
+        thread = threading.Thread(target=serve)
+        thread.start()
+        port = listener.getsockname()[1]
+        status, payload, seconds = Client(f"http://127.0.0.1:{port}").request(
+            "PUT", "/traits/CUSTOM_A", {"a": 1})
+        thread.join()
+    assert (status, payload) == (409, body) and seconds > 0
+    head, _, sent_body = received[0].partition(b"\r\n\r\n")
+    lines = head.decode().split("\r\n")
+    assert lines[0] == "PUT /traits/CUSTOM_A HTTP/1.1"
+    assert "OpenStack-API-Version: placement 1.39" in lines
+    assert f"Content-Length: {len(sent_body)}" in lines and sent_body == b'{"a": 1}'

@@ -98,3 +98,46 @@ def test_the_server_logs_requests(tmp_path):
         proc.terminate()
         proc.wait(30)
         log.close()
+
+
+def test_plain_streams_are_written_directly_with_the_same_line(monkeypatch):
+    import io
+
+    environ = {"REQUEST_METHOD": "GET", "RAW_URI": "/", "SERVER_PROTOCOL": "HTTP/1.1",
+               "REMOTE_ADDR": "127.0.0.1"}
+    resp = _Response("200 OK", 12)
+    records: list = []
+    for _ in range(3):
+        monkeypatch.undo()
+        expected = _line(Logger, environ, resp)
+        # A record would be made only on the way through logging.
+        monkeypatch.setattr(logging.Logger, "makeRecord",
+                            lambda *a, **k: records.append(a))
+        cfg = Config()
+        cfg.set("accesslog", "-")
+        logger = AccessLogger(cfg)
+        stream = io.StringIO()
+        handler = logging.StreamHandler(stream)
+        handler.setFormatter(logging.Formatter("%(message)s"))  # as gunicorn sets it
+        logger.access_log.handlers = [handler]
+        logger.access(resp, _Request(), environ, datetime.timedelta(microseconds=1))
+        if stream.getvalue() == expected + "\n":
+            assert not records
+            return
+        time.sleep(0.01)
+    assert stream.getvalue() == expected + "\n"
+
+
+def test_other_handlers_still_get_log_records():
+    import io
+
+    environ = {"REQUEST_METHOD": "GET", "RAW_URI": "/", "SERVER_PROTOCOL": "HTTP/1.1"}
+    cfg = Config()
+    cfg.set("accesslog", "-")
+    logger = AccessLogger(cfg)
+    capture = _Capture()
+    plain = logging.StreamHandler(io.StringIO())
+    plain.setFormatter(logging.Formatter("%(message)s"))
+    logger.access_log.handlers = [plain, capture]  # a plain stream and another kind
+    logger.access(_Response("200 OK", 1), _Request(), environ, None)
+    assert len(capture.lines) == 1 and '"GET / HTTP/1.1" 200 1' in capture.lines[0]

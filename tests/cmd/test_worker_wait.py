@@ -8,6 +8,7 @@ is taken by an idle worker while another is busy.
 
 from __future__ import annotations
 
+import itertools
 import os
 import select
 import socket
@@ -96,3 +97,18 @@ def test_an_idle_worker_takes_the_connection_a_busy_one_cannot(tmp_path):
                 silent.close()
     finally:
         server.stop()
+
+
+def test_the_heartbeat_is_sent_at_most_once_a_second(monkeypatch):
+    from gunicorn.workers.base import Worker
+
+    beats = []
+    monkeypatch.setattr(Worker, "notify", lambda self: beats.append(time.monotonic()))
+    worker = DeadlineSyncWorker.__new__(DeadlineSyncWorker)
+    monkeypatch.setattr(DeadlineSyncWorker, "HEARTBEAT_INTERVAL", 0.2)
+    started = time.monotonic()
+    while time.monotonic() - started < 0.5:
+        worker.notify()
+    # The first call beats at once, then one per interval, never more.
+    assert 2 <= len(beats) <= 3
+    assert all(b - a >= 0.2 for a, b in itertools.pairwise(beats))
