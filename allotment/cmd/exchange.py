@@ -34,6 +34,9 @@ from gunicorn.http.body import Body, LengthReader
 from gunicorn.http.unreader import SocketUnreader
 from gunicorn.http.wsgi import FileWrapper, WSGIErrorsWrapper
 
+from allotment.api import rendering
+from allotment.errors import PlacementError
+
 #: Headers whose meaning gunicorn implements itself (framing, expectations,
 #: the scheme a trusted proxy forwards); their requests take gunicorn's path.
 _GUNICORN_HEADERS = frozenset((b"transfer-encoding", b"expect"))
@@ -144,9 +147,8 @@ def _plain(parsed: dict, data: bytes, limits: Limits) -> Request | None:
 class Environ:
     """Builds the WSGI environment of a plain request as gunicorn does."""
 
-    def __init__(self, cfg: Any, server: tuple[str, int] | str) -> None:
-        if isinstance(server, str):  # a UNIX socket: let gunicorn name it
-            raise ValueError("plain exchanges are served on TCP listeners only")
+    def __init__(self, cfg: Any, server: tuple) -> None:
+        """``server``: the TCP listener's address (host, port, ...)."""
         self._base = {
             "wsgi.errors": WSGIErrorsWrapper(cfg),
             "wsgi.version": (1, 0),
@@ -162,7 +164,8 @@ class Environ:
             "SCRIPT_NAME": "",
         }
 
-    def build(self, request: Request, sock: Any, client: Any) -> dict[str, Any]:
+    def build(self, request: Request, sock: Any, client: tuple) -> dict[str, Any]:
+        """``client``: the TCP peer's address (host, port, ...)."""
         environ = dict(self._base)
         length = 0
         for name, value in request.headers:
@@ -187,11 +190,8 @@ class Environ:
         environ["QUERY_STRING"] = request.query
         environ["RAW_URI"] = request.uri
         environ["SERVER_PROTOCOL"] = request.version
-        if isinstance(client, (list, tuple)):
-            environ["REMOTE_ADDR"] = client[0]
-            environ["REMOTE_PORT"] = str(client[1])
-        else:
-            environ["REMOTE_ADDR"] = client.decode() if isinstance(client, bytes) else client
+        environ["REMOTE_ADDR"] = client[0]
+        environ["REMOTE_PORT"] = str(client[1])
         path = request.path
         environ["PATH_INFO"] = (urllib.parse.unquote_to_bytes(path).decode("latin-1")
                                 if "%" in path else path)
@@ -204,11 +204,10 @@ class Response:
     The attributes are those gunicorn's access logger reads.
     """
 
-    __slots__ = ("committed", "headers", "sent", "status", "status_code", "written")
+    __slots__ = ("committed", "headers", "sent", "status", "written")
 
     def __init__(self) -> None:
         self.status: str | None = None
-        self.status_code: int | None = None
         self.headers: list[tuple[str, str]] = []
         self.sent = 0
         self.committed = False  # the head is (being) sent
@@ -226,7 +225,6 @@ class Response:
             if "\n" in name or "\r" in name or "\n" in value or "\r" in value:
                 raise ValueError(f"invalid response header {name!r}")
         self.status = status
-        self.status_code = int(status.split(None, 1)[0])
         self.headers = headers
         return self.written.append
 
@@ -237,6 +235,15 @@ class Response:
                      if name.lower() != "connection")
         lines.append("\r\n")
         return "".join(lines).encode("latin-1")
+
+
+def error_parts(error: PlacementError, environ: dict) -> tuple[str, list[tuple[str, str]],
+                                                              bytes]:
+    """Status, headers and body of ``error`` in Placement's shape, for answers
+    the worker gives where the application cannot."""
+    body = rendering.dumps(rendering.error_body(error, environ, None))
+    return (f"{error.status} {error.title}",
+            [("Content-Type", "application/json"), ("Content-Length", str(len(body)))], body)
 
 
 _date_second = -1

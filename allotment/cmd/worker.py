@@ -25,7 +25,6 @@ from gunicorn.http.errors import LimitRequestLine
 from gunicorn.workers.sync import StopWaiting, SyncWorker
 
 from allotment import errors
-from allotment.api import rendering
 from allotment.cmd import exchange
 
 
@@ -196,10 +195,10 @@ class DeadlineSyncWorker(SyncWorker):
             self._environs = {}
         key = listener.fileno()
         if key not in self._environs:
-            try:
-                self._environs[key] = exchange.Environ(self.cfg, listener.getsockname())
-            except ValueError:  # not TCP: gunicorn's path names it
-                self._environs[key] = None
+            address = listener.getsockname()
+            # A UNIX socket's address is a path: gunicorn's path names it.
+            self._environs[key] = (exchange.Environ(self.cfg, address)
+                                   if isinstance(address, tuple) else None)
         return self._environs[key]
 
     def _serve(self, conn: DeadlineSocket, addr, environ: dict,
@@ -224,10 +223,9 @@ class DeadlineSyncWorker(SyncWorker):
                 return
             # As the application answers what it did not expect.
             response = exchange.Response()
-            data = rendering.dumps(rendering.error_body(
-                errors.PlacementError("An unexpected error occurred."), environ, None))
-            response.start_response("500 Internal Server Error", [
-                ("Content-Type", "application/json"), ("Content-Length", str(len(data)))])
+            status, headers, data = exchange.error_parts(
+                errors.PlacementError("An unexpected error occurred."), environ)
+            response.start_response(status, headers)
             exchange.send(conn, request, response, [data])
         finally:
             if hasattr(result, "close"):
@@ -251,9 +249,8 @@ class DeadlineSyncWorker(SyncWorker):
         self.log.debug("Request line too long: %s", exc)
         error = errors.RequestURITooLong(
             f"The request line is longer than {self.cfg.limit_request_line} bytes.")
-        body = rendering.dumps(rendering.error_body(error, {}, None))
-        head = (f"HTTP/1.1 {error.status} {error.title}\r\n"
-                "Content-Type: application/json\r\n"
-                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n")
+        status, headers, body = exchange.error_parts(error, {})
+        head = f"HTTP/1.1 {status}\r\n" + "".join(
+            f"{name}: {value}\r\n" for name, value in headers) + "Connection: close\r\n\r\n"
         with contextlib.suppress(OSError):
             client.sendall(head.encode("latin-1") + body)
