@@ -164,6 +164,39 @@ def test_a_probe_whose_connection_died_gives_way_then_comes_back(db, feed_reads,
     assert feed_reads == []
 
 
+def test_on_postgresql_the_probe_is_one_prepared_statement(db, monkeypatch):
+    """The probe asks through libpq with a statement prepared once, not
+    through a cursor that parses the text again every time."""
+    if db.backend != "postgresql":
+        pytest.skip("the libpq path is PostgreSQL's")
+    monkeypatch.setattr(watch, "PROBE_BACKOFF", 0.0)  # whatever earlier tests did
+    replica = Replica(db)
+    replica.catch_up()
+    assert db.probe.newer_than(replica.head) is False
+    pgconn = db.probe._pgconn
+    assert pgconn is not None
+    provider_service.create_provider(db, name="seen-by-the-prepared-probe")
+    assert db.probe.newer_than(replica.head) is True
+    assert db.probe._pgconn is pgconn  # the same connection, prepared once
+
+
+def test_a_probe_whose_statement_fails_gives_way(db, monkeypatch):
+    """A statement the server refuses (here: no longer prepared) is a
+    failure like a lost connection: the caller reads the feed, and the
+    probe prepares again on a new connection."""
+    if db.backend != "postgresql":
+        pytest.skip("the libpq path is PostgreSQL's")
+    monkeypatch.setattr(watch, "PROBE_BACKOFF", 0.0)
+    replica = Replica(db)
+    replica.catch_up()
+    assert db.probe.newer_than(replica.head) is False
+    db.probe._pgconn.exec_(b"DEALLOCATE " + watch.PREPARED_PROBE)
+    assert db.probe.newer_than(replica.head) is None
+    assert db.probe._pgconn is None
+    assert db.probe.newer_than(replica.head) is False
+    assert db.probe._pgconn is not None
+
+
 def test_gaps_are_asked_for_the_usual_way(db, feed_reads):
     """Ids skipped by out-of-order commits are read with every request
     until they appear or are given up; the probe only asks past the head."""
