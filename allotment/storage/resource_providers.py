@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection, Row
 
 from allotment import errors
@@ -147,6 +148,28 @@ _SET_ROOT = (sa.update(TABLE).where(TABLE.c.id == sa.bindparam("pid"))
              .values(root_provider_id=sa.bindparam("root")))
 
 
+def _insert_once_postgresql() -> sa.Insert:
+    """One statement that inserts a provider or, when its UUID or name is
+    taken, nothing (no error, so no savepoint is needed to go on), taking
+    the id from the table's sequence first so that a root can name itself
+    as its root in the same row."""
+    new_id = sa.select(sa.func.nextval(sa.func.pg_get_serial_sequence(
+        TABLE.name, TABLE.c.id.name)).label("id")).cte("new_id")
+    root = sa.func.coalesce(sa.bindparam("root_provider_id", type_=sa.Integer), new_id.c.id)
+    values = sa.select(
+        new_id.c.id, sa.bindparam("uuid", type_=TABLE.c.uuid.type),
+        sa.bindparam("name", type_=TABLE.c.name.type), sa.literal(0, sa.Integer), root,
+        sa.bindparam("parent_provider_id", type_=sa.Integer),
+        sa.bindparam("created_at", type_=TABLE.c.created_at.type))
+    columns = ["id", "uuid", "name", "generation", "root_provider_id",
+               "parent_provider_id", "created_at"]
+    return (postgresql.insert(TABLE).from_select(columns, values)
+            .on_conflict_do_nothing().returning(TABLE.c.id))
+
+
+_INSERT_ONCE_POSTGRESQL = _insert_once_postgresql()
+
+
 def bump(conn: Connection, provider_id: int,
          seen_generation: int) -> tuple[int, datetime.datetime]:
     """bump_generation, returning the new generation and ``updated_at``.
@@ -256,23 +279,30 @@ def create(conn: Connection, *, uuid: str, name: str,
     """Insert a provider (a root, or a child of ``parent``).
 
     Returns None when the UUID or name is already taken (the caller finds
-    out which for the message).  The savepoint keeps the caller's
-    transaction usable after a unique violation.  The new row is known
-    without reading it back.
+    out which for the message).  The caller's transaction stays usable
+    after that: on PostgreSQL the insert skips a conflicting row instead of
+    failing, elsewhere a savepoint takes the unique violation.  The new row
+    is known without reading it back.
     """
     now = utcnow()
-    try:
-        with conn.begin_nested():
-            result = conn.execute(_INSERT, {
-                "uuid": uuid, "name": name, "generation": 0, "created_at": now,
-                "parent_provider_id": parent.id if parent is not None else None,
-                "root_provider_id": parent.root_provider_id if parent is not None else None})
-            new_id = result.inserted_primary_key[0]
-            if parent is None:
-                # A root is its own root; its id is only known now.
-                conn.execute(_SET_ROOT, {"pid": new_id, "root": new_id})
-    except sa.exc.IntegrityError:
-        return None
+    params = {"uuid": uuid, "name": name, "created_at": now,
+              "parent_provider_id": parent.id if parent is not None else None,
+              "root_provider_id": parent.root_provider_id if parent is not None else None}
+    if conn.dialect.name == "postgresql":
+        # One round trip instead of four (savepoint, insert, root, release).
+        new_id = conn.execute(_INSERT_ONCE_POSTGRESQL, params).scalar()
+        if new_id is None:
+            return None
+    else:
+        try:
+            with conn.begin_nested():
+                result = conn.execute(_INSERT, {**params, "generation": 0})
+                new_id = result.inserted_primary_key[0]
+                if parent is None:
+                    # A root is its own root; its id is only known now.
+                    conn.execute(_SET_ROOT, {"pid": new_id, "root": new_id})
+        except sa.exc.IntegrityError:
+            return None
     feed.note_roots(conn, [parent.root_provider_id if parent is not None else new_id])
     if parent is None:
         return ProviderRow(new_id, uuid, name, 0, new_id, None, uuid, None, now, None)
