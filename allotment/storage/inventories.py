@@ -18,8 +18,9 @@ from sqlalchemy.engine import Connection, Row
 
 from allotment import errors
 from allotment.storage import feed
+from allotment.storage import names as name_rows
 from allotment.storage import resource_providers as providers
-from allotment.storage.db import storable_text, utcnow
+from allotment.storage.db import utcnow
 from allotment.storage.tables import allocations, inventories, resource_classes
 
 LOG = logging.getLogger(__name__)
@@ -144,10 +145,8 @@ def get_for_providers(conn: Connection,
 
 
 def class_ids(conn: Connection, names: Iterable[str]) -> dict[str, int]:
-    wanted = sorted({name for name in names if storable_text(name)})
-    if not wanted:
-        return {}
-    return dict(conn.execute(_CLASS_IDS, {"names": wanted}).all())
+    return {row.name: row.id for row in name_rows.rows_named(conn, resource_classes,
+                                                             _CLASS_IDS, names)}
 
 
 def allocated_classes(conn: Connection, provider_id: int,

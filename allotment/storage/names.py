@@ -6,12 +6,49 @@ Both are tables of unique names where standard entries come from a library
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections.abc import Iterable
 
+import os_resource_classes
+import os_traits
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection, Row
+from sqlalchemy.engine import Connection, Engine, Row
 
 from allotment.storage.db import storable_text, utcnow
+
+# Standard names are never renamed or deleted (the API refuses both and
+# start-up only adds missing ones), so a standard name's row, once read,
+# stays as read for the life of the database.  Writes that name only
+# standard classes or traits (a compute host's inventory, its CPU traits, a
+# claim of VCPU and MEMORY_MB) therefore skip the lookup round trip.
+_STANDARD = {"resource_classes": frozenset(os_resource_classes.STANDARDS),
+             "traits": frozenset(os_traits.get_traits())}
+# Per engine (one database), per query: standard name -> the row read.
+_KEPT: weakref.WeakKeyDictionary[Engine, dict[int, dict[str, Row]]] = \
+    weakref.WeakKeyDictionary()
+_KEPT_LOCK = threading.Lock()
+
+
+def rows_named(conn: Connection, table: sa.Table, query: sa.Select,
+               names: Iterable[str]) -> list[Row]:
+    """``query`` (a select of ``table`` with a ``name`` column, taking the
+    expanding parameter ``names``) for ``names``; rows of standard names
+    come from what an earlier call read, when there was one."""
+    wanted = sorted({name for name in names if storable_text(name)})
+    if not wanted:
+        return []
+    with _KEPT_LOCK:
+        kept = _KEPT.setdefault(conn.engine, {}).setdefault(id(query), {})
+    found = [kept[name] for name in wanted if name in kept]
+    missing = [name for name in wanted if name not in kept]
+    if missing:
+        standard = _STANDARD.get(table.name, frozenset())
+        for row in conn.execute(query, {"names": missing}):
+            found.append(row)
+            if row.name in standard:
+                kept[row.name] = row
+    return found
 
 
 def get(conn: Connection, table: sa.Table, name: str) -> Row | None:
@@ -25,15 +62,12 @@ _IDS_FOR: dict[str, sa.Select] = {}
 
 def ids_for(conn: Connection, table: sa.Table, names: Iterable[str]) -> dict[str, int]:
     """Map each known name to its id; unknown names are simply absent."""
-    wanted = sorted({name for name in names if storable_text(name)})
-    if not wanted:
-        return {}
     query = _IDS_FOR.get(table.name)
     if query is None:
         # Built once per table: building costs more than running it.
         query = _IDS_FOR[table.name] = sa.select(table.c.name, table.c.id).where(
             table.c.name.in_(sa.bindparam("names", expanding=True)))
-    return {name: id_ for name, id_ in conn.execute(query, {"names": wanted})}
+    return {row.name: row.id for row in rows_named(conn, table, query, names)}
 
 
 def insert(conn: Connection, table: sa.Table, name: str) -> Row | None:

@@ -8,7 +8,6 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Row
 
 from allotment.storage import feed, names
-from allotment.storage.db import storable_text
 from allotment.storage.tables import resource_provider_traits, traits
 
 TABLE = traits
@@ -29,10 +28,7 @@ _ROWS_NAMED = sa.select(TABLE.c.id, TABLE.c.name, TABLE.c.created_at, TABLE.c.up
 def rows_named(conn: Connection, wanted: Iterable[str]) -> list[Row]:
     """The rows (id, name, created_at, updated_at) of the known traits among
     ``wanted``, by name; unknown names are simply absent."""
-    names_ = sorted({name for name in wanted if storable_text(name)})
-    if not names_:
-        return []
-    return list(conn.execute(_ROWS_NAMED, {"names": names_}))
+    return sorted(names.rows_named(conn, TABLE, _ROWS_NAMED, wanted), key=lambda r: r.name)
 
 
 def ensure(conn: Connection, name: str) -> tuple[Row, bool]:

@@ -15,23 +15,47 @@ import pytest
 from sqlalchemy import event
 
 from allotment import errors
+from allotment.service import inventories as inventory_service
+from allotment.service import provider_traits as trait_service
+from allotment.service import resource_classes as class_service
 from allotment.service import resource_providers as provider_service
+from allotment.storage import inventories as inventory_store
+from allotment.storage import names
 from allotment.storage import resource_providers as store
 
 
 @pytest.fixture
-def statements(db) -> Iterator[list[str]]:
-    """The first word of every statement sent while the test runs."""
-    sent: list[str] = []
+def sent(db) -> Iterator[list[str]]:
+    """Every statement sent while the test runs, as sent."""
+    texts: list[str] = []
 
     def record(conn, cursor, statement, parameters, context, executemany):
-        sent.append(statement.lstrip().split(None, 1)[0].upper())
+        texts.append(" ".join(statement.split()))
 
     event.listen(db.engine, "before_cursor_execute", record)
     try:
-        yield sent
+        yield texts
     finally:
         event.remove(db.engine, "before_cursor_execute", record)
+
+
+@pytest.fixture
+def statements(sent) -> list[str]:
+    """The first word of every statement sent while the test runs."""
+    class FirstWords(list):
+        def __iter__(self):
+            return (text.split(None, 1)[0].upper() for text in sent)
+
+        def count(self, word):
+            return sum(1 for w in self if w == word)
+
+    return FirstWords()
+
+
+def _lookups(sent: list[str], table: str) -> list[str]:
+    """Statements that read names from ``table`` (not joins through it)."""
+    return [t for t in sent if t.upper().startswith("SELECT") and f"FROM {table} " in t + " "
+            and " JOIN " not in t.upper()]
 
 
 def _uuid() -> str:
@@ -82,3 +106,47 @@ def test_a_taken_uuid_or_name_is_reported_and_nothing_is_written(db, taken):
             assert store.get_by_uuid(conn, uuid) is None
         assert not store.name_taken(conn, "free")
     assert provider_service.create_provider(db, name="free", uuid=_uuid()).name == "free"
+
+
+def test_standard_classes_and_traits_are_looked_up_once(db, sent):
+    names._KEPT.pop(db.engine, None)  # as a new process starts
+    inventories = {"VCPU": {"total": 8}, "MEMORY_MB": {"total": 1024}}
+    for i in range(2):
+        rp = provider_service.create_provider(db, name=f"host{i}", uuid=_uuid())
+        sent.clear()
+        inventory_service.replace_inventories(db, rp.uuid, 0, inventories,
+                                              reserved_may_equal_total=True)
+        assert bool(_lookups(sent, "resource_classes")) == (i == 0), sent
+        sent.clear()
+        _, rows = trait_service.set_traits(db, rp.uuid, ["HW_CPU_X86_AVX2", "COMPUTE_NODE"],
+                                                  1)
+        assert [r.name for r in rows] == ["COMPUTE_NODE", "HW_CPU_X86_AVX2"]
+        assert bool(_lookups(sent, "traits")) == (i == 0), sent
+    with db.read() as conn:
+        stored = inventory_store.get_for_provider(conn, rp.id)
+        assert sorted(stored) == ["MEMORY_MB", "VCPU"]
+
+
+def test_custom_names_are_looked_up_every_time(db, sent):
+    """A custom class can be deleted and made again under a new id: its id
+    is never taken from an earlier request."""
+    rp = provider_service.create_provider(db, name="custom", uuid=_uuid())
+    first = class_service.create_class(db, "CUSTOM_MAGIC")
+    generation = inventory_service.replace_inventories(
+        db, rp.uuid, 0, {"CUSTOM_MAGIC": {"total": 1}}, reserved_may_equal_total=True
+    )[0].generation
+    generation = inventory_service.replace_inventories(
+        db, rp.uuid, generation, {}, reserved_may_equal_total=True)[0].generation
+    class_service.delete_class(db, "CUSTOM_MAGIC")
+    class_service.create_class(db, "CUSTOM_OTHER")  # takes over the old id on SQLite
+    again = class_service.create_class(db, "CUSTOM_MAGIC")
+    assert again.id != first.id
+    sent.clear()
+    inventory_service.replace_inventories(db, rp.uuid, generation,
+                                          {"CUSTOM_MAGIC": {"total": 2}},
+                                          reserved_may_equal_total=True)
+    assert _lookups(sent, "resource_classes")
+    with db.read() as conn:
+        stored = inventory_store.get_for_provider(conn, rp.id)
+        assert stored["CUSTOM_MAGIC"].resource_class_id == again.id
+        assert stored["CUSTOM_MAGIC"].total == 2
