@@ -180,6 +180,31 @@ def test_on_postgresql_the_probe_is_one_prepared_statement(db, monkeypatch):
     assert db.probe._pgconn is pgconn  # the same connection, prepared once
 
 
+def test_the_probe_reads_an_index_however_long_the_feed(db, monkeypatch):
+    """The feed keeps an hour of writes: the probe's plan must not read them
+    all, however often it runs (PostgreSQL makes a generic plan for a
+    prepared statement after five runs)."""
+    if db.backend != "postgresql":
+        pytest.skip("the libpq path is PostgreSQL's")
+    monkeypatch.setattr(watch, "PROBE_BACKOFF", 0.0)
+    with db.write() as conn:
+        conn.exec_driver_sql(
+            "INSERT INTO placement_changes (created_at, data) "
+            "SELECT now(), '{}' FROM generate_series(1, 5000)")
+    replica = Replica(db)
+    replica.catch_up()
+    for _ in range(12):
+        assert db.probe.newer_than(replica.head) is False
+    assert db.probe.newer_than(replica.head - 1) is True
+    pgconn = db.probe._pgconn
+    takes = pgconn.exec_params(b"SELECT cardinality(parameter_types) FROM "
+                               b"pg_prepared_statements WHERE name = $1", [watch.PREPARED_PROBE])
+    arguments = b"(%d)" % replica.head if takes.get_value(0, 0) != b"0" else b""
+    plan = pgconn.exec_(b"EXPLAIN EXECUTE " + watch.PREPARED_PROBE + arguments)
+    lines = [plan.get_value(i, 0).decode() for i in range(plan.ntuples)]
+    assert lines and not any("Seq Scan" in line for line in lines), lines
+
+
 def test_a_probe_whose_statement_fails_gives_way(db, monkeypatch):
     """A statement the server refuses (here: no longer prepared) is a
     failure like a lost connection: the caller reads the feed, and the
