@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import select
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -81,8 +82,10 @@ def create_engine(url: str, *, conf=None) -> Engine:
                                   "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
     else:
         # A connection that died with a restarted server is found out (and
-        # the pool emptied of its kind) before a request uses it.
-        kwargs["pool_pre_ping"] = True
+        # the pool emptied of its kind) before a request uses it: on MySQL
+        # by a round trip, on PostgreSQL by looking at its socket (see
+        # _setup_postgresql).
+        kwargs["pool_pre_ping"] = backend == "mysql"
         connect_timeout, statement_timeout = CONNECT_TIMEOUT, STATEMENT_TIMEOUT
         if conf is not None:
             connect_timeout = conf.allotment.database_connect_timeout
@@ -109,6 +112,8 @@ def create_engine(url: str, *, conf=None) -> Engine:
     elif backend == "mysql":
         mode = db_conf.mysql_sql_mode if db_conf is not None else "TRADITIONAL"
         _setup_mysql(engine, mode, statement_timeout)
+    elif backend == "postgresql":
+        _setup_postgresql(engine)
     return engine
 
 
@@ -157,6 +162,36 @@ def _setup_sqlite(engine: Engine, *, synchronous: bool) -> None:
             conn.exec_driver_sql("BEGIN IMMEDIATE")
         else:
             conn.exec_driver_sql("BEGIN")
+
+
+def _setup_postgresql(engine: Engine) -> None:
+    @event.listens_for(engine, "checkout")
+    def _on_checkout(dbapi_conn, _record, _proxy):
+        if not idle_connection_alive(dbapi_conn):
+            # As a failed ping would: this connection and every pooled one
+            # as old are replaced, and the checkout tries a new one.
+            raise sa.exc.InvalidatePoolError()
+
+
+def idle_connection_alive(dbapi_conn) -> bool:
+    """Whether an idle psycopg connection is still usable, without a round trip.
+
+    Nothing arrives on an idle connection unless the server is ending it
+    (it was restarted, shut down, or the session was terminated: a FATAL
+    error, then end of file), so a socket with anything to read, or none at
+    all, means a dead connection.  A server that vanished without a word
+    looks alive here, as it does to a ping until the ping times out; the
+    request then fails as it would have, with a 503.
+    """
+    if dbapi_conn.closed or dbapi_conn.broken:
+        return False
+    try:
+        fd = dbapi_conn.pgconn.socket
+    except Exception:
+        return False
+    poller = select.poll()
+    poller.register(fd, select.POLLIN | select.POLLPRI)
+    return not poller.poll(0)
 
 
 def _setup_mysql(engine: Engine, mode: str, statement_timeout: int) -> None:

@@ -12,6 +12,7 @@ import uuid as uuidlib
 from collections.abc import Iterator
 
 import pytest
+import sqlalchemy as sa
 from sqlalchemy import event
 
 from allotment import errors
@@ -19,6 +20,7 @@ from allotment.service import inventories as inventory_service
 from allotment.service import provider_traits as trait_service
 from allotment.service import resource_classes as class_service
 from allotment.service import resource_providers as provider_service
+from allotment.storage import db as db_mod
 from allotment.storage import inventories as inventory_store
 from allotment.storage import names
 from allotment.storage import resource_providers as store
@@ -150,3 +152,31 @@ def test_custom_names_are_looked_up_every_time(db, sent):
         stored = inventory_store.get_for_provider(conn, rp.id)
         assert stored["CUSTOM_MAGIC"].resource_class_id == again.id
         assert stored["CUSTOM_MAGIC"].total == 2
+
+
+def test_postgresql_checks_a_pooled_connection_without_a_round_trip(db, monkeypatch):
+    """No ping before each use: an idle connection the server ended has
+    something to read (the server's goodbye, then end of file), and is
+    replaced before a request uses it."""
+    if db.backend != "postgresql":
+        pytest.skip("PostgreSQL's pooled connections are checked by their socket")
+    pings = []
+    monkeypatch.setattr(db.engine.dialect, "do_ping",
+                        lambda conn: pings.append(conn) or True)
+    with db.read() as conn:
+        pooled = conn.connection.dbapi_connection
+    pid = pooled.info.backend_pid
+    assert db_mod.idle_connection_alive(pooled)
+    killer = sa.create_engine(db.engine.url, poolclass=sa.pool.NullPool)
+    with killer.connect() as other:
+        assert other.exec_driver_sql(f"SELECT pg_terminate_backend({int(pid)}, 5000)").scalar()
+    killer.dispose()
+    assert not db_mod.idle_connection_alive(pooled)
+    # The dead connection is found at checkout and the pool starts afresh:
+    # the request is served, without an error and without a ping.
+    rp = provider_service.create_provider(db, name="after-the-cut", uuid=_uuid())
+    with db.read() as conn:
+        assert store.get_by_uuid(conn, rp.uuid).id == rp.id
+        assert conn.connection.dbapi_connection.info.backend_pid != pid
+    assert pings == []
+
