@@ -9,6 +9,7 @@ consumer type from 1.38.  The schemas below are shared with POST /reshaper.
 from __future__ import annotations
 
 import copy
+import functools
 import uuid as uuid_mod
 from collections.abc import Mapping
 
@@ -146,6 +147,10 @@ def consumer_schema(version: tuple[int, int]) -> dict:
     return DICT_FORMAT_EMPTIABLE
 
 
+# One dict per microversion: validators are remembered by schema object, so a
+# schema built afresh for each request would cost a new validator each time
+# (and keep every one of them).  Callers must not change the result.
+@functools.cache
 def by_consumer(version: tuple[int, int], *, min_consumers: int = 1) -> dict:
     """A dict of consumer UUID -> consumer entry."""
     return {

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import falcon
 
 from allotment.api import body, rendering
@@ -11,6 +13,8 @@ from allotment.api.resource import Resource, authorize, require_version, version
 from allotment.service import reshaper as service
 
 
+# One dict per microversion, so its validator is built once (see by_consumer).
+@functools.cache
 def schema(want: tuple[int, int]) -> dict:
     # The allocations part is POST /allocations' body at this microversion
     # (always 1.28 or later), where no consumer at all is fine.
