@@ -14,11 +14,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-import jsonschema
-
 from allotment import errors
 from allotment.api import filters
-from allotment.api.schema import validator as schema_validator
+from allotment.api.schema import first_error
 from allotment.engine.request import AllocationCandidatesRequest, RequestGroup
 
 _NUMERIC_SUFFIX = r"[1-9][0-9]*"
@@ -70,7 +68,8 @@ def query_schema(version: tuple[int, int]) -> dict:
 def _validate_schema(params: Sequence[tuple[str, str]],
                      version: tuple[int, int]) -> None:
     # Same default draft as jsonschema.validate(), which Placement uses.
-    validator = schema_validator(query_schema(version), key=("candidates-query", version))
+    schema = query_schema(version)
+    cache_key = ("candidates-query", version)
     # Placement validates a plain dict of the query, i.e. each key's last
     # value.  It then *uses* the first limit and group_policy, so those are
     # checked value by value too: a bad first value must not slip through.
@@ -81,7 +80,7 @@ def _validate_schema(params: Sequence[tuple[str, str]],
             if value != last[key]:
                 instances.append({**last, key: value})
     for instance in instances:
-        error = jsonschema.exceptions.best_match(validator.iter_errors(instance))
+        error = first_error(instance, schema, key=cache_key)
         if error is not None:
             raise errors.BadRequest(f"Invalid query string parameters: {error}")
 
