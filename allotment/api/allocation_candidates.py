@@ -10,6 +10,7 @@ import orjson
 from allotment.api import candidates_extensions, query, rendering
 from allotment.api.candidates_query import parse_allocation_candidates_query
 from allotment.api.resource import Resource, authorize, require_version, version
+from allotment.engine.packed import Packed
 from allotment.engine.request import AllocationCandidatesRequest
 from allotment.engine.search import Candidate
 from allotment.service import allocation_candidates as service
@@ -37,10 +38,15 @@ def _allocation_request(cand: Candidate, want: tuple[int, int]) -> dict:
     return body
 
 
-def _encoded_request(cand: Candidate, want: tuple[int, int]) -> dict | orjson.Fragment:
+def _encoded_request(cand: Candidate | Packed,
+                     want: tuple[int, int]) -> dict | orjson.Fragment:
     """The allocation request of ``cand``; encoded once for a candidate the
     engine hands out again (a host that did not change since the last such
-    request), kept with it."""
+    request), kept with it.  A packed tree (asked for from 1.34 only, whose
+    rendering it holds) is all of its tree's allocation requests, joined by
+    commas: as one element of the list they come out as its elements."""
+    if type(cand) is Packed:
+        return orjson.Fragment(cand.encoded())
     kept = cand.rendered
     if kept is None:
         return _allocation_request(cand, want)
@@ -129,7 +135,7 @@ class AllocationCandidates(Resource):
             max_candidates=placement.max_allocation_candidates,
             strategy=placement.allocation_candidates_generation_strategy,
             randomize=placement.randomize_allocation_candidates,
-            explain_limit=explain_limit)
+            explain_limit=explain_limit, packed=want >= _MAPPINGS)
         body = {
             "allocation_requests": [_encoded_request(c, want) for c in found.candidates],
             "provider_summaries": _summaries(found.summaries, request, want),

@@ -15,6 +15,7 @@ import itertools
 import random
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 
+from allotment.engine.packed import PACKED, Packed
 from allotment.engine.plan import READY, Plan
 
 # Results kept at least, however small the world.
@@ -32,13 +33,16 @@ PER_TREE = 64
 
 class Taken(list):
     """A tree's results in the order its search gives them, as far as
-    requests have taken them; ``whole`` once the search has run out."""
+    requests have taken them; ``whole`` once the search has run out.
+    ``packed``: all of them (when there are more than are kept one by one),
+    for requests that take a tree's answer packed (see engine.packed)."""
 
-    __slots__ = ("whole",)
+    __slots__ = ("packed", "whole")
 
     def __init__(self, items: Iterable = ()) -> None:
         super().__init__(items)
         self.whole = False
+        self.packed: Packed | None = None
 
 
 def tree_answer(plan: Plan, r: int, rng: random.Random | None,
@@ -65,6 +69,8 @@ def tree_answer(plan: Plan, r: int, rng: random.Random | None,
     if found is not None and found[0] == stamp:
         if found[1].whole:
             return iter(found[1])
+        if found[1].packed is not None and plan.packing:
+            return iter(((PACKED, found[1].packed),))
         return _recorded(plan, r, search, answers, stamp, finisher, found[1])
     return _recorded(plan, r, search, answers, stamp, finisher, ())
 
@@ -85,11 +91,20 @@ def _recorded(plan: Plan, r: int, search: Callable[[], Iterator[tuple]], answers
         produced = itertools.islice(produced, len(taken), None)
     finish = None
     cap = answers.store.per_tree()
+    # Everything, for a request that wants all of every tree and takes
+    # answers packed, as long as every result is a finished candidate: one
+    # that other trees may reach too goes through deduplication each time.
+    everything = list(taken) if plan.packing and _ready(taken) else None
     for item in produced:
         if finisher is not None:
             if finish is None:
                 finish = finisher(plan, r)
             item = finish(item)
+        if everything is not None:
+            if item[0] is READY:
+                everything.append(item)
+            else:
+                everything = None
         if taken is not None:
             n = len(taken)
             if n >= cap:
@@ -106,6 +121,30 @@ def _recorded(plan: Plan, r: int, search: Callable[[], Iterator[tuple]], answers
     if taken is not None:
         taken.whole = True
         answers.keep(r, stamp, taken, max(1, len(taken)))
+    elif everything is not None:
+        _keep_packed(plan, r, answers, stamp, everything)
+
+
+def _ready(items: Iterable[tuple]) -> bool:
+    return all(item[0] is READY for item in items)
+
+
+def _keep_packed(plan: Plan, r: int, answers: Kind, stamp: object,
+                 everything: list[tuple]) -> None:
+    """Keep the tree's whole answer packed beside the prefix kept of it one
+    by one (which requests with a limit hand out), if the budget allows."""
+    packed = Packed(plan.snapshot.uuids[r], (cand for _, cand in everything))
+    count = packed.results()
+    if count > answers.store.per_tree():
+        return  # more than the tree's share, as a prefix would be
+    old = answers.get(r)
+    prefix, counted = Taken(), 0
+    if old is not None and old[0] == stamp:
+        prefix, counted = old[1], old[2]
+    both = Taken(prefix)
+    both.packed = packed
+    if not answers.keep(r, stamp, both, counted + count) and counted:
+        answers.keep(r, stamp, prefix, counted)  # the prefix at least, as before
 
 
 class Kind(dict):

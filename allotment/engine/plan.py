@@ -178,6 +178,10 @@ class Plan:
         # What a changing snapshot keeps of this request's answers, per kind
         # of search (engine.kept); looked up on first use.
         self.kept: dict = {}
+        # Whether the caller takes a tree's whole answer as one packed
+        # item (engine.packed) where one is kept: it wants every candidate
+        # of every tree, a tree at a time.
+        self.packing = False
 
     @classmethod
     def compile(cls, snapshot: Snapshot,

@@ -26,6 +26,7 @@ import random
 from collections.abc import Callable, Iterable, Iterator
 
 from allotment.engine.anchors import search_anchor
+from allotment.engine.packed import PACKED, Packed
 from allotment.engine.plan import (
     READY,
     Candidate,
@@ -52,7 +53,8 @@ def find_candidates(
     strategy: str = "depth-first",
     randomize: bool = False,
     rng: random.Random | None = None,
-) -> Iterator[Candidate]:
+    packed: bool = False,
+) -> Iterator[Candidate | Packed]:
     """Yield the candidates satisfying ``request``, lazily.
 
     ``limit`` defaults to ``request.limit``; ``max_candidates`` mirrors
@@ -63,6 +65,11 @@ def find_candidates(
     keeps.  With a ``limit`` the anchors always take turns (see
     :func:`_spread`).  Without ``randomize`` the order is a deterministic
     function of the snapshot and request.
+
+    With ``packed``, where every candidate of every tree is wanted in the
+    depth-first order (no limit, no ``max_candidates``, no random order),
+    a tree whose whole answer is kept packed is yielded as one
+    :class:`~allotment.engine.packed.Packed` in the place of its candidates.
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown generation strategy {strategy!r}")
@@ -79,6 +86,7 @@ def find_candidates(
     if plan is None:
         return iter(())
     if limit is None:
+        plan.packing = packed and pool is None and rng is None and strategy == "depth-first"
         results = _dedupe(plan, _interleave(plan, strategy, rng))
         if rng is not None and pool is None:
             # Everything is wanted anyway, so a true shuffle costs nothing extra.
@@ -117,7 +125,7 @@ def _spread(plan: Plan, strategy: str, rng: random.Random | None,
 
 
 def provider_summary_uuids(
-    snapshot: Snapshot, candidates: Iterable[Candidate], *, nested_aware: bool
+    snapshot: Snapshot, candidates: Iterable[Candidate | Packed], *, nested_aware: bool
 ) -> list[str]:
     """UUIDs of the providers to describe in ``provider_summaries``.
 
@@ -139,7 +147,7 @@ def provider_summary_uuids(
         used: set[str] = set()
         add = used.update
         for cand in candidates:
-            add(cand.allocations)
+            add(cand.providers if type(cand) is Packed else cand.allocations)
         if not many:
             # Every tree is one provider, or only the providers used are wanted.
             return sorted(used)
@@ -212,12 +220,15 @@ def _singles(one: Callable[[int], Candidate | bool | None] | None,
     return ((r, one(r)) for r in anchors)
 
 
-def _dedupe(plan: Plan, found: Iterator[tuple[int, dict, list]]) -> Iterator[Candidate]:
+def _dedupe(plan: Plan, found: Iterator[tuple[int, dict, list]],
+            ) -> Iterator[Candidate | Packed]:
     seen: set = set()
     last, repeats = -1, True
     for r, usage, chosen in found:
-        if usage is READY:
-            yield chosen  # already a Candidate, and reachable from r alone
+        if usage is READY or usage is PACKED:
+            # Already a Candidate (or a tree's packed answer), and
+            # reachable from r alone.
+            yield chosen
             continue
         if r != last:
             last, repeats = r, may_repeat(plan, r)

@@ -18,6 +18,7 @@ from allotment.engine import extensions, search
 from allotment.engine.explain import Explanation, explain
 from allotment.engine.extensions import ExtendedRequest
 from allotment.engine.live import LiveSnapshot
+from allotment.engine.packed import Packed
 from allotment.engine.plan import Group
 from allotment.engine.request import AllocationCandidatesRequest, RequestGroup
 from allotment.engine.snapshot import CAPACITY, MAX_UNIT, MIN_UNIT, STEP_SIZE
@@ -42,7 +43,8 @@ class ProviderSummary:
 
 @dataclass(frozen=True)
 class CandidatesResult:
-    candidates: list[search.Candidate]
+    # Packed trees (whole answers kept packed) only when asked for.
+    candidates: list[search.Candidate | Packed]
     summaries: list[ProviderSummary]
     # Only when asked for (an extension, see docs/explain.md).
     explanation: Explanation | None = None
@@ -158,6 +160,7 @@ def find(
     randomize: bool = False,
     rng: random.Random | None = None,
     explain_limit: int | None = None,
+    packed: bool = False,
 ) -> CandidatesResult:
     """Candidates for ``request`` and the summaries of the providers around them.
 
@@ -166,7 +169,9 @@ def find(
     early with an empty answer (no provider in a member_of aggregate, an
     unknown in_tree provider, no room for some class at all), so do we,
     before looking at the rest of the request.  With ``explain_limit`` the
-    result also says why up to that many trees yield nothing.
+    result also says why up to that many trees yield nothing.  With
+    ``packed`` a tree whose whole answer is kept packed may stand in the
+    candidates as one :class:`Packed` (see ``search.find_candidates``).
     """
     ext = extensions.extend(request)
     request = ext.base
@@ -194,7 +199,7 @@ def find(
             return CandidatesResult([], [], explain(snap, ext, tree_limit=explain_limit))
         candidates = list(extensions.find_candidates(
             snap, ext, max_candidates=max_candidates, strategy=strategy,
-            randomize=randomize, rng=rng))
+            randomize=randomize, rng=rng, packed=packed))
         explanation = None
         if explain_limit is not None:
             caps = [c for c in (request.limit, max_candidates) if c is not None and c >= 0]
