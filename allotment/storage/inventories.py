@@ -110,8 +110,6 @@ _OF_PROVIDERS = (
     .join(resource_classes, resource_classes.c.id == TABLE.c.resource_class_id)
     .where(TABLE.c.resource_provider_id.in_(sa.bindparam("ids", expanding=True)))
     .order_by(TABLE.c.resource_provider_id, TABLE.c.resource_class_id))
-_CLASS_IDS = sa.select(resource_classes.c.name, resource_classes.c.id).where(
-    resource_classes.c.name.in_(sa.bindparam("names", expanding=True)))
 _USAGE_BY_CLASS = (
     sa.select(allocations.c.resource_class_id, sa.func.sum(allocations.c.used))
     .where(allocations.c.resource_provider_id == sa.bindparam("pid"))
@@ -145,8 +143,7 @@ def get_for_providers(conn: Connection,
 
 
 def class_ids(conn: Connection, names: Iterable[str]) -> dict[str, int]:
-    return {row.name: row.id for row in name_rows.rows_named(conn, resource_classes,
-                                                             _CLASS_IDS, names)}
+    return name_rows.ids_for(conn, resource_classes, names)
 
 
 def allocated_classes(conn: Connection, provider_id: int,

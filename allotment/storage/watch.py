@@ -35,6 +35,7 @@ import time
 from typing import Any
 
 import sqlalchemy as sa
+from psycopg import pq
 from sqlalchemy.engine import Engine
 
 from allotment.storage.tables import placement_changes
@@ -115,14 +116,6 @@ def sqlite_in_memory(url: sa.engine.URL) -> bool:
     return "memory" in str(url.query.get("mode", ""))
 
 
-def _tuples_ok() -> Any:
-    try:
-        from psycopg import pq
-    except ImportError:  # no psycopg: the libpq path is never taken
-        return None
-    return pq.ExecStatus.TUPLES_OK
-
-
 def _counts_commits(engine: Engine) -> bool:
     """True for SQLite databases in a file: an in-memory database's counter
     says nothing about the pool's connections."""
@@ -146,7 +139,6 @@ class FeedProbe(_OwnConnection):
         self._sql = str(sa.select(sa.func.max(placement_changes.c.id))
                         .compile(dialect=engine.dialect))
         self._pgconn: Any = None
-        self._tuples_ok = _tuples_ok()
 
     def newer_than(self, head: int) -> bool | None:
         if not self._usable or time.monotonic() - self._failed_at < PROBE_BACKOFF:
@@ -169,7 +161,7 @@ class FeedProbe(_OwnConnection):
 
     def _ask_libpq(self, head: int) -> bool:
         result = self._pgconn.exec_prepared(PREPARED_PROBE, [])
-        if result.status != self._tuples_ok:
+        if result.status != pq.ExecStatus.TUPLES_OK:
             raise RuntimeError(result.error_message.decode(errors="replace"))
         highest = result.get_value(0, 0)  # text; None for an empty feed
         return highest is not None and int(highest) > head
@@ -192,10 +184,8 @@ def _prepared_libpq(dbapi_connection: Any) -> Any:
     """The libpq connection under a psycopg 3 connection, with the probe
     prepared on it; None for other drivers (they take the cursor path)."""
     pgconn = getattr(dbapi_connection, "pgconn", None)
-    if pgconn is None or not hasattr(pgconn, "exec_prepared"):
+    if pgconn is None:
         return None
-    from psycopg import pq  # only where psycopg is the driver
-
     sql = f"SELECT max(id) FROM {placement_changes.name}".encode()
     result = pgconn.prepare(PREPARED_PROBE, sql)
     if result.status != pq.ExecStatus.COMMAND_OK:
