@@ -8,6 +8,7 @@ separate process.  Nothing of it is imported into allotment.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
 import sys
@@ -30,14 +31,25 @@ def _installed(venv: Path) -> bool:
 
 
 def ensure_venv() -> Path:
-    """The venv holding upstream Placement, created and filled if needed."""
+    """The venv holding upstream Placement, created and filled if needed.
+
+    Test workers run in parallel: the first to ask builds it while the
+    others wait on a lock, instead of all upgrading the same pip at once.
+    """
     venv = venv_path()
     if _installed(venv):
         return venv
     venv.parent.mkdir(parents=True, exist_ok=True)
+    with open(venv.parent / f".{venv.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not _installed(venv):
+            _build(venv)
+    return venv
+
+
+def _build(venv: Path) -> None:
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q"]
     subprocess.run([*pip, "--upgrade", "pip"], check=True, stdout=subprocess.DEVNULL)
     subprocess.run([*pip, f"openstack-placement=={VERSION}", *_EXTRAS], check=True)
     (venv / f".placement-{VERSION}").write_text(VERSION + "\n")
-    return venv
