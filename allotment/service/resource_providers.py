@@ -88,11 +88,10 @@ def create_provider(db: Database, *, name: str, uuid: str | None = None,
                 raise refuse("parent provider UUID cannot be same as UUID. Please set "
                              "parent provider UUID to None if there is no parent.")
             store.lock_tree_shapes(conn)
-            parent = store.get_by_uuid(conn, parent_uuid)
+            # Locked, so the parent cannot go before the child is in.
+            parent = store.lock_by_uuid(conn, parent_uuid)
             if parent is None:
                 raise refuse("parent provider UUID does not exist.")
-            store.lock_rows(conn, [parent.id])
-            parent = store.get_by_id(conn, parent.id)
         row = store.create(conn, uuid=uuid, name=name, parent=parent)
         if row is None:  # the uuid or the name is taken: say which
             raise _duplicate(uuid if store.uuid_taken(conn, uuid) else None,

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from allotment.storage import direct
 from allotment.storage.tables import placement_changes, placement_feed_state, resource_providers
 
 TABLE = placement_changes
@@ -147,6 +148,7 @@ def note_generation(conn: Connection, provider_id: int, generation: int,
 
 
 _APPEND = sa.insert(TABLE)
+_APPEND_RETURNING_ID = _APPEND.returning(TABLE.c.id)
 _ROOTS_OF = sa.select(resource_providers.c.root_provider_id).where(
     resource_providers.c.id.in_(sa.bindparam("ids", expanding=True))).distinct()
 
@@ -182,9 +184,11 @@ def flush(conn: Connection, notes: Notes | None, *,
     now = utcnow()
     if not data:
         return None
-    new_id = conn.execute(_APPEND, {
-        "created_at": now, "data": json.dumps(data, separators=(",", ":"))},
-    ).inserted_primary_key[0]
+    row = {"created_at": now, "data": json.dumps(data, separators=(",", ":"))}
+    if conn.dialect.name == "postgresql":
+        new_id = direct.execute(conn, _APPEND_RETURNING_ID, row).scalar()
+    else:
+        new_id = conn.execute(_APPEND, row).inserted_primary_key[0]
     if retention is not None and new_id % PRUNE_EVERY == 0:
         prune(conn, now - retention, below=new_id)
     return new_id

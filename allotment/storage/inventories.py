@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Row
 
 from allotment import errors
-from allotment.storage import feed
+from allotment.storage import direct, feed
 from allotment.storage import names as name_rows
 from allotment.storage import resource_providers as providers
 from allotment.storage.db import utcnow
@@ -101,15 +101,18 @@ def check_capacity(provider_uuid: str, class_name: str, inv: Mapping, *,
 
 
 # Built once (see storage.resource_providers for why).
-_OF_PROVIDERS = (
+_SELECT = (
     sa.select(TABLE.c.resource_provider_id,
               resource_classes.c.name.label("resource_class"),
               TABLE.c.resource_class_id,
               *(TABLE.c[f] for f in FIELDS),
               TABLE.c.created_at, TABLE.c.updated_at)
     .join(resource_classes, resource_classes.c.id == TABLE.c.resource_class_id)
-    .where(TABLE.c.resource_provider_id.in_(sa.bindparam("ids", expanding=True)))
     .order_by(TABLE.c.resource_provider_id, TABLE.c.resource_class_id))
+_OF_PROVIDERS = _SELECT.where(
+    TABLE.c.resource_provider_id.in_(sa.bindparam("ids", expanding=True)))
+# One provider's: a statement that stays the same (see storage/direct.py).
+_OF_PROVIDER = _SELECT.where(TABLE.c.resource_provider_id == sa.bindparam("pid"))
 _USAGE_BY_CLASS = (
     sa.select(allocations.c.resource_class_id, sa.func.sum(allocations.c.used))
     .where(allocations.c.resource_provider_id == sa.bindparam("pid"))
@@ -127,7 +130,8 @@ def get_for_provider(conn: Connection, provider_id: int) -> dict[str, Row]:
     Row fields: resource_class, resource_class_id, total, reserved, min_unit,
     max_unit, step_size, allocation_ratio, created_at, updated_at.
     """
-    return get_for_providers(conn, [provider_id]).get(provider_id, {})
+    return {row.resource_class: row
+            for row in direct.execute(conn, _OF_PROVIDER, {"pid": provider_id})}
 
 
 def get_for_providers(conn: Connection,
@@ -246,7 +250,7 @@ def replace_all(
                           "resource_class_id": ids[name], "created_at": now})
     # One statement each for every record changed and every record added.
     if changed:
-        conn.execute(_UPDATE, changed)
+        direct.execute(conn, _UPDATE, changed)
     if added:
-        conn.execute(_INSERT, added)
+        direct.execute(conn, _INSERT, added)
     return Change(generation=generation, exceeded=exceeded, updated_at=now)

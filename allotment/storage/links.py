@@ -7,7 +7,7 @@ from collections.abc import Iterable
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from allotment.storage import feed
+from allotment.storage import direct, feed
 from allotment.storage.db import utcnow
 
 
@@ -40,7 +40,7 @@ def replace(conn: Connection, link: sa.Table, column: str, provider_id: int,
         sql = _STATEMENTS[link.name] = _Statements(link, column)
     wanted = set(wanted_ids)
     if current is None:
-        current = conn.execute(sql.current, {"pid": provider_id}).scalars()
+        current = direct.execute(conn, sql.current, {"pid": provider_id}).scalars()
     current = set(current)
     gone = sorted(current - wanted)
     if gone:
@@ -48,7 +48,7 @@ def replace(conn: Connection, link: sa.Table, column: str, provider_id: int,
     added = sorted(wanted - current)
     if added:
         now = utcnow()
-        conn.execute(sql.insert, [
+        direct.execute(conn, sql.insert, [
             {"resource_provider_id": provider_id, column: linked, "created_at": now}
             for linked in added])
     changed = bool(gone or added)

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Row
 
-from allotment.storage import links
+from allotment.storage import direct, links
 from allotment.storage.tables import resource_provider_traits, traits
 
 LINK = resource_provider_traits
@@ -21,7 +21,7 @@ _FOR_PROVIDER = (
 
 def for_provider(conn: Connection, provider_id: int) -> list[Row]:
     """The provider's trait rows (id, name, created_at, updated_at) by name."""
-    return list(conn.execute(_FOR_PROVIDER, {"pid": provider_id}))
+    return list(direct.execute(conn, _FOR_PROVIDER, {"pid": provider_id}))
 
 
 def for_providers(conn: Connection, provider_ids: Iterable[int]) -> dict[int, set[str]]:

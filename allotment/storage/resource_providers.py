@@ -21,7 +21,7 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection, Row
 
 from allotment import errors
-from allotment.storage import feed
+from allotment.storage import direct, feed
 from allotment.storage.db import utcnow
 from allotment.storage.tables import (
     allocations,
@@ -86,11 +86,11 @@ def get_by_uuid(conn: Connection, uuid: str) -> Row | None:
     """The provider with this UUID, or None (also for malformed UUIDs)."""
     if not _storable(uuid):
         return None
-    return conn.execute(_BY_UUID, {"uuid": uuid}).first()
+    return direct.execute(conn, _BY_UUID, {"uuid": uuid}).first()
 
 
 def get_by_id(conn: Connection, provider_id: int) -> Row | None:
-    return conn.execute(_BY_ID, {"id": provider_id}).first()
+    return direct.execute(conn, _BY_ID, {"id": provider_id}).first()
 
 
 def get_many_by_uuid(conn: Connection, uuids: Iterable[str]) -> dict[str, Row]:
@@ -183,7 +183,7 @@ def bump(conn: Connection, provider_id: int,
     params = {"pid": provider_id, "seen": seen_generation,
               "next_generation": seen_generation + 1, "now": now}
     if conn.dialect.update_returning:
-        root = conn.execute(_BUMP_RETURNING_ROOT, params).scalar()
+        root = direct.execute(conn, _BUMP_RETURNING_ROOT, params).scalar()
         if root is None:
             raise errors.ConcurrentUpdate(CONCURRENT_UPDATE_MESSAGE)
         feed.note_root_of(conn, provider_id, root)
@@ -203,6 +203,9 @@ def advanced(row: Row | ProviderRow, generation: int,
                           "generation": generation, "updated_at": updated_at})
 
 
+_TREE_LOCK = sa.select(sa.func.pg_advisory_xact_lock(_TREE_LOCK_KEY))
+
+
 def lock_tree_shapes(conn: Connection) -> None:
     """Serialise writers that change which provider is under which.
 
@@ -214,7 +217,7 @@ def lock_tree_shapes(conn: Connection) -> None:
     commit or rollback, whatever happens to the connection).
     """
     if conn.dialect.name == "postgresql":
-        conn.execute(sa.select(sa.func.pg_advisory_xact_lock(_TREE_LOCK_KEY)))
+        direct.execute(conn, _TREE_LOCK)
     elif conn.dialect.name == "mysql":
         conn.execute(sa.select(placement_feed_state.c.id)
                      .where(placement_feed_state.c.id == 1).with_for_update())
@@ -255,6 +258,19 @@ def lock_many(conn: Connection, *, uuids: Iterable[str] = (),
     return {row.id: row for row in conn.execute(query, params)}
 
 
+_LOCKED_BY_UUID = _BY_UUID.with_for_update(of=TABLE)
+
+
+def lock_by_uuid(conn: Connection, uuid: str) -> Row | None:
+    """get_by_uuid, row-locking the provider: ``lock_many`` for one UUID,
+    in a statement that stays the same (so it is kept prepared)."""
+    if conn.dialect.name != "postgresql":
+        return next(iter(lock_many(conn, uuids=[uuid]).values()), None)
+    if not _storable(uuid):
+        return None
+    return direct.execute(conn, _LOCKED_BY_UUID, {"uuid": uuid}).first()
+
+
 def lock_rows(conn: Connection, provider_ids: Iterable[int]) -> None:
     """Row-lock providers (in id order, so two writers cannot deadlock)."""
     ids = sorted(set(provider_ids))
@@ -290,7 +306,7 @@ def create(conn: Connection, *, uuid: str, name: str,
               "root_provider_id": parent.root_provider_id if parent is not None else None}
     if conn.dialect.name == "postgresql":
         # One round trip instead of four (savepoint, insert, root, release).
-        new_id = conn.execute(_INSERT_ONCE_POSTGRESQL, params).scalar()
+        new_id = direct.execute(conn, _INSERT_ONCE_POSTGRESQL, params).scalar()
         if new_id is None:
             return None
     else:

@@ -81,6 +81,21 @@ def test_a_new_child_names_its_root_on_every_backend(db):
         assert store.get_by_uuid(conn, root.uuid).root_provider_id == root.id
 
 
+def test_a_new_child_locks_and_reads_its_parent_in_one_statement(db, sent):
+    root = provider_service.create_provider(db, name="parent", uuid=_uuid())
+    sent.clear()
+    child = provider_service.create_provider(db, name="child", uuid=_uuid(),
+                                             parent_uuid=root.uuid)
+    assert (child.parent_provider_uuid, child.root_provider_uuid) == (root.uuid, root.uuid)
+    if db.backend == "postgresql":
+        # The tree lock, the parent locked and read, the provider, the feed.
+        assert _first_words(sent) == ["SELECT", "SELECT", "WITH", "INSERT"]
+        assert "FOR UPDATE OF resource_providers" in sent[1]
+    with pytest.raises(errors.BadRequest, match="parent provider UUID does not exist"):
+        provider_service.create_provider(db, name="orphan", uuid=_uuid(),
+                                         parent_uuid=_uuid())
+
+
 @pytest.mark.parametrize("taken", ["uuid", "name", "both"])
 def test_a_taken_uuid_or_name_is_reported_and_nothing_is_written(db, taken):
     first = provider_service.create_provider(db, name="taken", uuid=_uuid())

@@ -1,0 +1,161 @@
+"""Hot statements run on psycopg's own cursor (storage/direct.py): the same
+rows, errors and lost connections as through SQLAlchemy, on PostgreSQL;
+every other backend goes through SQLAlchemy as before."""
+
+from __future__ import annotations
+
+import uuid as uuidlib
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy import event
+
+from allotment import errors
+from allotment.service import inventories as inventory_service
+from allotment.service import provider_traits as trait_service
+from allotment.service import resource_providers as provider_service
+from allotment.service import traits as trait_names
+from allotment.storage import direct, faults
+from allotment.storage import inventories as inventory_store
+from allotment.storage import provider_traits as trait_store
+from allotment.storage import resource_providers as store
+from allotment.storage.db import utcnow
+from allotment.storage.tables import placement_aggregates, resource_providers
+
+INVENTORY = {"VCPU": {"total": 8, "allocation_ratio": 16.0},
+             "MEMORY_MB": {"total": 4096, "reserved": 512, "max_unit": 2048}}
+
+
+def _uuid() -> str:
+    return str(uuidlib.uuid4())
+
+
+def _tree(db):
+    root = provider_service.create_provider(db, name=f"root-{_uuid()}", uuid=_uuid())
+    child = provider_service.create_provider(db, name=f"child-{_uuid()}", uuid=_uuid(),
+                                             parent_uuid=root.uuid)
+    inventory_service.replace_inventories(db, child.uuid, 0, INVENTORY,
+                                          reserved_may_equal_total=True)
+    trait_names.ensure_trait(db, "CUSTOM_DIRECT")
+    trait_service.set_traits(db, child.uuid, ["HW_CPU_X86_AVX2", "CUSTOM_DIRECT"], 1)
+    return root, child
+
+
+def _read_all(db, uuid: str) -> tuple:
+    """Every hot read of one provider, as plain data."""
+    with db.read() as conn:
+        row = store.get_by_uuid(conn, uuid)
+        same = store.get_by_id(conn, row.id)
+        inventory = inventory_store.get_for_provider(conn, row.id)
+        traits = trait_store.for_provider(conn, row.id)
+        return (tuple(row), row.uuid, row.root_provider_uuid, row.parent_provider_uuid,
+                dict(row._mapping), tuple(same),
+                {name: (tuple(r), r.total, r.allocation_ratio, r.updated_at)
+                 for name, r in inventory.items()},
+                [(tuple(t), t.name) for t in traits])
+
+
+def test_hot_reads_give_what_sqlalchemy_gives(db):
+    _root, child = _tree(db)
+    # The first read learns each statement through SQLAlchemy, the second
+    # runs it directly on PostgreSQL: both must read the same.
+    first = _read_all(db, child.uuid)
+    again = _read_all(db, child.uuid)
+    assert first == again
+    assert first[6]["VCPU"][2] == 16.0
+    assert isinstance(first[6]["VCPU"][2], float)
+    assert [name for _t, name in first[7]] == ["CUSTOM_DIRECT", "HW_CPU_X86_AVX2"]
+
+
+def test_postgresql_runs_a_learned_statement_on_the_driver(db):
+    _root, child = _tree(db)
+    with db.read() as conn:
+        store.get_by_uuid(conn, child.uuid)
+        result = direct.execute(conn, store._BY_UUID, {"uuid": child.uuid})
+        if db.backend == "postgresql":
+            assert isinstance(result, direct.Rows)
+            row = result.first()
+            assert (row.uuid, row.id, row[0]) == (child.uuid, child.id, child.id)
+            with pytest.raises(AttributeError):
+                row.no_such_column  # noqa: B018
+        else:
+            assert isinstance(result, sa.CursorResult)
+
+
+def test_statements_it_cannot_run_as_sqlalchemy_would_stay_there(db):
+    _root, child = _tree(db)
+    expanding = store._BY_UUIDS
+    with db.read() as conn:
+        for _ in range(2):
+            result = direct.execute(conn, expanding, {"uuids": [child.uuid]})
+            assert isinstance(result, sa.CursorResult)
+            assert [r.uuid for r in result] == [child.uuid]
+
+
+def test_an_insert_returns_no_rows_to_its_caller(db):
+    # SQLAlchemy adds RETURNING id to a one-row INSERT on PostgreSQL, for
+    # itself; the caller reads no rows either way.
+    insert = sa.insert(placement_aggregates)
+    with db.write() as conn:
+        results = [direct.execute(conn, insert, {"uuid": _uuid(), "created_at": utcnow()})
+                   for _ in range(3)]
+        assert [r.rowcount for r in results[1:]] == [1, 1]
+        if db.backend == "postgresql":
+            assert isinstance(results[-1], direct.Rows) and list(results[-1]) == []
+        count = conn.execute(sa.select(sa.func.count()).select_from(placement_aggregates))
+        assert count.scalar() == 3
+
+
+def test_a_listener_on_statements_sees_every_one(db):
+    _root, child = _tree(db)
+    seen: list[str] = []
+
+    def record(conn, cursor, statement, parameters, context, executemany):
+        seen.append(statement)
+
+    with db.read() as conn:
+        store.get_by_uuid(conn, child.uuid)
+    event.listen(db.engine, "before_cursor_execute", record)
+    try:
+        with db.read() as conn:
+            assert store.get_by_uuid(conn, child.uuid).uuid == child.uuid
+    finally:
+        event.remove(db.engine, "before_cursor_execute", record)
+    assert any("resource_providers.uuid =" in s for s in seen)
+
+
+def test_a_driver_error_is_sqlalchemys_and_the_transaction_rolls_back(db):
+    root, _child = _tree(db)
+    clash = sa.update(resource_providers).where(
+        resource_providers.c.id == sa.bindparam("pid")).values(name=sa.bindparam("name"))
+    other = provider_service.create_provider(db, name=f"other-{_uuid()}", uuid=_uuid())
+    with db.write() as conn:  # learnt
+        direct.execute(conn, clash, {"pid": other.id, "name": other.name})
+    with pytest.raises(sa.exc.IntegrityError), db.write() as conn:
+        direct.execute(conn, clash, {"pid": other.id, "name": f"renamed-{_uuid()}"})
+        direct.execute(conn, clash, {"pid": other.id, "name": root.name})
+    with db.read() as conn:
+        assert store.get_by_id(conn, other.id).name == other.name
+
+
+@pytest.mark.postgresql
+def test_a_connection_lost_under_a_direct_statement_is_a_503_and_replaced(db):
+    if db.backend != "postgresql":
+        pytest.skip("the direct path is PostgreSQL's")
+    _root, child = _tree(db)
+    with db.read() as conn:
+        store.get_by_uuid(conn, child.uuid)
+    with pytest.raises(errors.DatabaseUnavailable), db.read() as conn:
+        store.get_by_uuid(conn, child.uuid)  # the kept cursor exists now
+        pid = conn.exec_driver_sql("SELECT pg_backend_pid()").scalar()
+        with db.engine.connect() as killer:
+            killer.execute(sa.text("SELECT pg_terminate_backend(:p)"), {"p": pid})
+        try:
+            store.get_by_uuid(conn, child.uuid)
+        except sa.exc.DBAPIError as exc:
+            assert exc.connection_invalidated
+            assert faults.translate(exc) is not None
+            raise
+    # The pool hands out a working connection with a new kept cursor.
+    with db.read() as conn:
+        assert store.get_by_uuid(conn, child.uuid).uuid == child.uuid
