@@ -7,7 +7,7 @@ from collections.abc import Iterable
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from allotment.storage import links
+from allotment.storage import direct, links
 from allotment.storage.db import utcnow
 from allotment.storage.tables import placement_aggregates, resource_provider_aggregates
 
@@ -26,6 +26,13 @@ def for_providers(conn: Connection, provider_ids: Iterable[int]) -> dict[int, se
     return links.names_by_provider(conn, LINK, "aggregate_id", AGG.c.uuid, provider_ids)
 
 
+# Built once; one aggregate's (the usual case) never changes, so it can run
+# directly (storage/direct.py).
+_IDS_OF = sa.select(AGG.c.uuid, AGG.c.id).where(
+    AGG.c.uuid.in_(sa.bindparam("uuids", expanding=True)))
+_ID_OF = sa.select(AGG.c.uuid, AGG.c.id).where(AGG.c.uuid == sa.bindparam("uuid"))
+
+
 def ensure(conn: Connection, uuids: Iterable[str]) -> dict[str, int]:
     """Ids of the aggregates, creating the missing ones.
 
@@ -35,8 +42,10 @@ def ensure(conn: Connection, uuids: Iterable[str]) -> dict[str, int]:
     wanted = sorted(set(uuids))
     if not wanted:
         return {}
-    found = dict(conn.execute(
-        sa.select(AGG.c.uuid, AGG.c.id).where(AGG.c.uuid.in_(wanted))).all())
+    if len(wanted) == 1:
+        found = dict(direct.execute(conn, _ID_OF, {"uuid": wanted[0]}).all())
+    else:
+        found = dict(conn.execute(_IDS_OF, {"uuids": wanted}).all())
     for agg in wanted:
         if agg in found:
             continue

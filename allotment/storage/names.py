@@ -15,6 +15,7 @@ import os_traits
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine, Row
 
+from allotment.storage import direct
 from allotment.storage.db import storable_text, utcnow
 
 # Standard names are never renamed or deleted (the API refuses both and
@@ -31,10 +32,12 @@ _KEPT_LOCK = threading.Lock()
 
 
 def rows_named(conn: Connection, table: sa.Table, query: sa.Select,
-               names: Iterable[str]) -> list[Row]:
+               names: Iterable[str], *, one: sa.Select | None = None) -> list[Row]:
     """``query`` (a select of ``table`` with a ``name`` column, taking the
     expanding parameter ``names``) for ``names``; rows of standard names
-    come from what an earlier call read, when there was one."""
+    come from what an earlier call read, when there was one.  ``one`` is the
+    same select for a single ``name``: a statement that never changes, so
+    it can run directly (storage/direct.py) when one name is to be read."""
     wanted = sorted({name for name in names if storable_text(name)})
     if not wanted:
         return []
@@ -44,7 +47,10 @@ def rows_named(conn: Connection, table: sa.Table, query: sa.Select,
     missing = [name for name in wanted if name not in kept]
     if missing:
         standard = _STANDARD.get(table.name, frozenset())
-        for row in conn.execute(query, {"names": missing}):
+        rows = (direct.execute(conn, one, {"name": missing[0]})
+                if one is not None and len(missing) == 1
+                else conn.execute(query, {"names": missing}))
+        for row in rows:
             found.append(row)
             if row.name in standard:
                 kept[row.name] = row
@@ -57,17 +63,20 @@ def get(conn: Connection, table: sa.Table, name: str) -> Row | None:
     return conn.execute(sa.select(table).where(table.c.name == name)).first()
 
 
-_IDS_FOR: dict[str, sa.Select] = {}
+_IDS_FOR: dict[str, tuple[sa.Select, sa.Select]] = {}
 
 
 def ids_for(conn: Connection, table: sa.Table, names: Iterable[str]) -> dict[str, int]:
     """Map each known name to its id; unknown names are simply absent."""
-    query = _IDS_FOR.get(table.name)
-    if query is None:
+    queries = _IDS_FOR.get(table.name)
+    if queries is None:
         # Built once per table: building costs more than running it.
-        query = _IDS_FOR[table.name] = sa.select(table.c.name, table.c.id).where(
-            table.c.name.in_(sa.bindparam("names", expanding=True)))
-    return {row.name: row.id for row in rows_named(conn, table, query, names)}
+        select = sa.select(table.c.name, table.c.id)
+        queries = _IDS_FOR[table.name] = (
+            select.where(table.c.name.in_(sa.bindparam("names", expanding=True))),
+            select.where(table.c.name == sa.bindparam("name")))
+    query, one = queries
+    return {row.name: row.id for row in rows_named(conn, table, query, names, one=one)}
 
 
 def insert(conn: Connection, table: sa.Table, name: str) -> Row | None:

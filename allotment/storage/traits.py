@@ -21,14 +21,17 @@ def ids_for(conn: Connection, wanted: Iterable[str]) -> dict[str, int]:
     return names.ids_for(conn, TABLE, wanted)
 
 
-_ROWS_NAMED = sa.select(TABLE.c.id, TABLE.c.name, TABLE.c.created_at, TABLE.c.updated_at).where(
+_ROWS = sa.select(TABLE.c.id, TABLE.c.name, TABLE.c.created_at, TABLE.c.updated_at)
+_ROWS_NAMED = _ROWS.where(
     TABLE.c.name.in_(sa.bindparam("names", expanding=True))).order_by(TABLE.c.name)
+_ROW_NAMED = _ROWS.where(TABLE.c.name == sa.bindparam("name"))
 
 
 def rows_named(conn: Connection, wanted: Iterable[str]) -> list[Row]:
     """The rows (id, name, created_at, updated_at) of the known traits among
     ``wanted``, by name; unknown names are simply absent."""
-    return sorted(names.rows_named(conn, TABLE, _ROWS_NAMED, wanted), key=lambda r: r.name)
+    return sorted(names.rows_named(conn, TABLE, _ROWS_NAMED, wanted, one=_ROW_NAMED),
+                  key=lambda r: r.name)
 
 
 def ensure(conn: Connection, name: str) -> tuple[Row, bool]:
