@@ -8,14 +8,14 @@ bound by CPU when writes arrive together, so the difference is a quarter of
 a write's whole cost.
 
 Only a statement that runs exactly as SQLAlchemy would run it goes this way:
-compiled once for the connection's dialect, with no parameter or result
-type processing on that dialect (the driver's own values are then the
-values SQLAlchemy would hand back), no parameter that expands at execution
-(``IN`` lists), and no listener on cursor executions (tests count
-statements that way).  The first run of each statement goes through
-SQLAlchemy as before, and what it learns there (the statement as compiled,
-the names of the columns) is reused.  Everything else, and every other
-backend, goes through ``Connection.execute``.
+no parameter or result type processing on the dialect (the driver's own
+values are then the values SQLAlchemy would hand back), no parameter that
+expands at execution (``IN`` lists), no column named like an attribute of a
+row, and no listener on cursor executions (tests count statements that
+way).  The first run of each statement, with each set of parameter names,
+goes through SQLAlchemy as before, and what it learns there (the SQL as
+SQLAlchemy sent it, the names of the columns) is reused.  Everything else,
+and every other backend, goes through ``Connection.execute``.
 
 A driver error is raised as the same SQLAlchemy exception the ordinary path
 raises, and a lost connection is invalidated the same way, so
@@ -123,6 +123,8 @@ def _learn(conn: Connection, result: Any) -> _Plan | None:
     # id to SQLAlchemy (which has read it already): no rows, as for the caller.
     if result.returns_rows and columns:
         keys = list(result.keys())
+        if any(hasattr(_Row, key) for key in keys):
+            return None
         described = result.cursor.description or ()
         if len(columns) != len(keys) or len(described) != len(keys):
             return None

@@ -159,3 +159,14 @@ def test_a_connection_lost_under_a_direct_statement_is_a_503_and_replaced(db):
     # The pool hands out a working connection with a new kept cursor.
     with db.read() as conn:
         assert store.get_by_uuid(conn, child.uuid).uuid == child.uuid
+
+
+def test_a_column_named_like_a_row_attribute_stays_with_sqlalchemy(db):
+    _root, child = _tree(db)
+    counted = sa.select(sa.func.count().label("count")).where(
+        resource_providers.c.uuid == sa.bindparam("uuid"))
+    with db.read() as conn:
+        for _ in range(2):
+            result = direct.execute(conn, counted, {"uuid": child.uuid})
+            assert isinstance(result, sa.CursorResult)
+            assert result.scalar() == 1
