@@ -37,5 +37,29 @@ def from_headers(headers: dict[str, str]) -> Version:
         raise errors.BadRequest(f"Invalid microversion: {exc}") from exc
 
 
+# Versions already worked out, by the header's value.  Clients send one
+# version all day, so the few values in use are parsed once each.
+_KNOWN: dict[str | None, Version] = {}
+_KNOWN_MAX = 256
+
+
+def from_header_value(value: str | None) -> Version:
+    """``from_headers`` for a request whose ``OpenStack-API-Version`` header
+    is ``value`` (None when absent).
+
+    No other header takes part in the negotiation, so the answer is a
+    function of this value: each value is negotiated once and its answer
+    reused.  Refusals are not remembered (they raise every time).
+    """
+    try:
+        return _KNOWN[value]
+    except KeyError:
+        pass
+    version = from_headers([] if value is None else [(HEADER, value)])
+    if len(_KNOWN) < _KNOWN_MAX:
+        _KNOWN[value] = version
+    return version
+
+
 def parse(version: str) -> Version:
     return microversion_parse.parse_version_string(version)

@@ -19,8 +19,9 @@ class Microversion:
     """Negotiate the microversion and echo it on every response."""
 
     def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
-        headers = [(name.lower(), value) for name, value in req.headers.items()]
-        req.context.microversion = microversion.from_headers(headers)
+        # The WSGI environment's name of the one header negotiation reads.
+        req.context.microversion = microversion.from_header_value(
+            req.env.get("HTTP_OPENSTACK_API_VERSION"))
 
     def process_response(self, req, resp, resource, req_succeeded) -> None:
         version = getattr(req.context, "microversion", None)

@@ -51,7 +51,12 @@ def _frozen(value: Any) -> Any:
     if type(value) in _SCALARS:
         return value
     if isinstance(value, Mapping):
-        return tuple(sorted((k, _frozen(v)) for k, v in value.items()))
+        # In the mapping's own order, unsorted: equal keys still mean equal
+        # mappings (the same entries in the same order), and the mappings
+        # asked about are built in one fixed order, so sorting would buy no
+        # more remembered decisions.
+        return tuple([(k, v if type(v) in _SCALARS else _frozen(v))
+                      for k, v in value.items()])
     if isinstance(value, (list, tuple, set, frozenset)):
         return tuple(sorted(map(str, value)))
     return value
