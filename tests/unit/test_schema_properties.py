@@ -20,19 +20,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from allotment.api import (
-    aggregates,
-    allocations,
-    body,
-    candidates_query,
-    inventories,
-    provider_traits,
-    reshaper,
-    resource_classes,
-    resource_providers,
-    usages,
-)
+from allotment.api import body, candidates_query
 from allotment.api.compiled_schema import compile_check
+from allotment.api.openapi.operations import OPERATIONS
 from allotment.api.schema import first_error
 from tests.unit.schema_instances import near
 
@@ -44,7 +34,9 @@ STOCK = jsonschema.FormatChecker()
 
 
 def api_schemas() -> list[tuple[str, dict, jsonschema.FormatChecker | None]]:
-    """Every schema the API validates with, with the format checker it uses."""
+    """Every schema the API validates with, with the format checker it uses:
+    each operation's body and query schema (as the OpenAPI document lists
+    them) at every microversion where one changes shape."""
     found: dict[tuple[str, int], tuple[str, dict, Any]] = {}
 
     def add(label: str, schema: dict | None, checker: Any) -> None:
@@ -53,27 +45,16 @@ def api_schemas() -> list[tuple[str, dict, jsonschema.FormatChecker | None]]:
             found.setdefault((json.dumps(schema, sort_keys=True), id(checker)),
                              (label, schema, checker))
 
-    fixed = {
-        "inventories PUT": inventories.PUT_ALL_SCHEMA,
-        "inventories POST": inventories.POST_SCHEMA,
-        "inventory PUT": inventories.RECORD_SCHEMA,
-        "traits PUT": provider_traits.PUT_SCHEMA,
-        "resource class": resource_classes.CUSTOM_CLASS_SCHEMA,
-    }
-    for label, schema in fixed.items():
-        add(label, schema, body.FORMAT_CHECKER)
-    for v in VERSIONS:
-        at = f"{v[0]}.{v[1]}"
-        add(f"provider POST {at}", resource_providers.post_schema(v), body.FORMAT_CHECKER)
-        add(f"provider PUT {at}", resource_providers.put_schema(v), body.FORMAT_CHECKER)
-        add(f"aggregates PUT {at}", aggregates.put_schema(v), body.FORMAT_CHECKER)
-        add(f"resource class PUT {at}", resource_classes.put_schema(v), body.FORMAT_CHECKER)
-        add(f"allocations PUT {at}", allocations.put_schema(v), body.FORMAT_CHECKER)
-        add(f"allocations POST {at}", allocations.by_consumer(v), body.FORMAT_CHECKER)
-        add(f"reshaper {at}", reshaper.schema(v), body.FORMAT_CHECKER)
-        add(f"usages query {at}", usages.query_schema(v), STOCK)
-        add(f"providers query {at}", resource_providers.list_query_schema(v), STOCK)
-        add(f"candidates query {at}", candidates_query.query_schema(v), None)
+    for op in OPERATIONS:
+        for v in VERSIONS:
+            at = f"{op.method} {op.path} {v[0]}.{v[1]}"
+            if op.body is not None:
+                add(f"{at} body", op.body(v), body.FORMAT_CHECKER)
+            if op.query is not None:
+                # Query strings are checked with jsonschema's stock formats,
+                # except candidates queries, which name no format.
+                checker = None if op.query is candidates_query.query_schema else STOCK
+                add(f"{at} query", op.query(v), checker)
     return list(found.values())
 
 
