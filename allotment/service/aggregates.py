@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlalchemy.engine import Row
 
 from allotment import errors
-from allotment.service.resource_providers import require
+from allotment.service.resource_providers import require, require_locked
 from allotment.storage import aggregates as store
 from allotment.storage import resource_providers as providers
 from allotment.storage.db import Database
@@ -29,13 +29,12 @@ def set_aggregates(db: Database, uuid: str, aggregates: list[str], *,
     moves; before, membership changes leave the generation alone (``None``).
     """
     with db.write() as conn:
-        provider = require(conn, uuid)
         if generation is None:
             # Nothing else takes the row lock here: without it a concurrent
             # delete of the provider would only show as a foreign key error.
-            providers.lock_rows(conn, [provider.id])
-            provider = require(conn, uuid)
+            provider = require_locked(conn, uuid)
         else:
+            provider = require(conn, uuid)
             if generation != provider.generation:
                 raise errors.ConcurrentUpdate(GENERATION_CONFLICT)
             try:

@@ -33,6 +33,14 @@ def require(conn: Connection, uuid: str) -> Row:
     return row
 
 
+def require_locked(conn: Connection, uuid: str) -> Row:
+    """``require``, row-locking the provider in the same statement."""
+    row = store.lock_by_uuid(conn, uuid)
+    if row is None:
+        raise ProviderNotFound(uuid)
+    return row
+
+
 def get_provider(db: Database, uuid: str) -> Row:
     with db.read() as conn:
         return require(conn, uuid)

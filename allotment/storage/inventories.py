@@ -100,19 +100,17 @@ def check_capacity(provider_uuid: str, class_name: str, inv: Mapping, *,
             "to total.")
 
 
-# Built once (see storage.resource_providers for why).
-_SELECT = (
+# Built once (see storage.resource_providers for why); one provider's
+# inventory is a statement that stays the same (see storage/direct.py).
+_OF_PROVIDER = (
     sa.select(TABLE.c.resource_provider_id,
               resource_classes.c.name.label("resource_class"),
               TABLE.c.resource_class_id,
               *(TABLE.c[f] for f in FIELDS),
               TABLE.c.created_at, TABLE.c.updated_at)
     .join(resource_classes, resource_classes.c.id == TABLE.c.resource_class_id)
-    .order_by(TABLE.c.resource_provider_id, TABLE.c.resource_class_id))
-_OF_PROVIDERS = _SELECT.where(
-    TABLE.c.resource_provider_id.in_(sa.bindparam("ids", expanding=True)))
-# One provider's: a statement that stays the same (see storage/direct.py).
-_OF_PROVIDER = _SELECT.where(TABLE.c.resource_provider_id == sa.bindparam("pid"))
+    .where(TABLE.c.resource_provider_id == sa.bindparam("pid"))
+    .order_by(TABLE.c.resource_class_id))
 _USAGE_BY_CLASS = (
     sa.select(allocations.c.resource_class_id, sa.func.sum(allocations.c.used))
     .where(allocations.c.resource_provider_id == sa.bindparam("pid"))
@@ -132,18 +130,6 @@ def get_for_provider(conn: Connection, provider_id: int) -> dict[str, Row]:
     """
     return {row.resource_class: row
             for row in direct.execute(conn, _OF_PROVIDER, {"pid": provider_id})}
-
-
-def get_for_providers(conn: Connection,
-                      provider_ids: Iterable[int]) -> dict[int, dict[str, Row]]:
-    ids = sorted(set(provider_ids))
-    if not ids:
-        return {}
-    rows = conn.execute(_OF_PROVIDERS, {"ids": ids})
-    result: dict[int, dict[str, Row]] = {}
-    for row in rows:
-        result.setdefault(row.resource_provider_id, {})[row.resource_class] = row
-    return result
 
 
 def class_ids(conn: Connection, names: Iterable[str]) -> dict[str, int]:
