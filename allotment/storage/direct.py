@@ -81,9 +81,6 @@ class _Row(tuple):
     def _mapping(self) -> dict[str, Any]:
         return {name: self[i] for name, i in self._index.items()}
 
-    def _asdict(self) -> dict[str, Any]:
-        return self._mapping
-
 
 class _Plan:
     __slots__ = ("compiled", "row_type", "sql")
