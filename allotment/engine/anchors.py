@@ -24,6 +24,7 @@ from allotment.engine.plan import (
 from allotment.engine.snapshot import CAPACITY, MAX_UNIT
 from allotment.engine.unsuffixed import (
     lonely_search,
+    tree_kind,
     tree_search,
     unsuffixed_options,
 )
@@ -173,6 +174,25 @@ def search_anchor(plan: Plan, r: int,
         # A subclass (the extensions') may change what the search finds.
         return search()
     return kept.tree_answer(plan, r, rng, _kind, search, _finisher)
+
+
+def kept_peeker(plan: Plan, rng: random.Random | None,
+                ) -> Callable[[int], kept.Taken | None] | None:
+    """For the standard search (:func:`search_anchor`): a function of a
+    root giving the results kept of its tree, which the search would hand
+    out first and unchanged (see ``kept.peeker``), or None where it must
+    search.  None when nothing is kept for this request.  A tree's answer
+    is kept only once its root passed ``plan.root_ok``, and its stamp
+    changes with the root, so a kept answer needs no such check again."""
+    if rng is not None:
+        return None
+    if plan.only_unsuffixed and plan.nested_aware:
+        # Single-provider trees no sharing provider serves take the
+        # lonely shortcut before this is asked.
+        return kept.peeker(plan, tree_kind)
+    if type(plan) is not Plan:
+        return None
+    return kept.peeker(plan, _kind)
 
 
 def _finisher(plan: Plan, r: int) -> Callable[[tuple], tuple]:

@@ -17,6 +17,7 @@ from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 
 from allotment.engine.packed import PACKED, Packed
 from allotment.engine.plan import READY, Plan
+from allotment.engine.snapshot import Snapshot
 
 # Results kept at least, however small the world.
 MIN_BUDGET = 10_000
@@ -60,11 +61,8 @@ def tree_answer(plan: Plan, r: int, rng: random.Random | None,
     revisions = snap.position_revisions()
     if revisions is None or rng is not None:
         return search()
-    answers = plan.kept.get(kind_of)
-    if answers is None:
-        answers = plan.kept[kind_of] = snap.kept_answers(kind_of(plan))
-    stamp = (tuple(map(revisions.__getitem__, snap.tree_members(r))),
-             tuple(map(revisions.__getitem__, snap.sharing_by_anchor.get(r, ()))))
+    answers = _answers(plan, kind_of)
+    stamp = _stamp(snap, revisions, r)
     found = answers.get(r)
     if found is not None and found[0] == stamp:
         if found[1].whole:
@@ -73,6 +71,51 @@ def tree_answer(plan: Plan, r: int, rng: random.Random | None,
             return iter(((PACKED, found[1].packed),))
         return _recorded(plan, r, search, answers, stamp, finisher, found[1])
     return _recorded(plan, r, search, answers, stamp, finisher, ())
+
+
+def _answers(plan: Plan, kind_of: Callable[[Plan], Hashable]) -> Kind:
+    answers = plan.kept.get(kind_of)
+    if answers is None:
+        answers = plan.kept[kind_of] = plan.snapshot.kept_answers(kind_of(plan))
+    return answers
+
+
+def _stamp(snap: Snapshot, revisions: Sequence[int], r: int) -> tuple:
+    """The revisions a tree's answer depends on: its own providers' and
+    those of the sharing providers serving it."""
+    return (tuple(map(revisions.__getitem__, snap.tree_members(r))),
+            tuple(map(revisions.__getitem__, snap.sharing_by_anchor.get(r, ()))))
+
+
+def peeker(plan: Plan, kind_of: Callable[[Plan], Hashable],
+           ) -> Callable[[int], Taken | None] | None:
+    """A function of a root giving what :func:`tree_answer` would hand out
+    first for its tree without searching: the results kept for requests of
+    the kind ``kind_of(plan)`` names while the tree's stamp holds (``whole``
+    when that is all of them), else None.  None where the snapshot keeps
+    nothing.  A request that takes one result of each tree in turn (a
+    limit) mostly needs no more than this, and so no search of its own."""
+    snap = plan.snapshot
+    revisions = snap.position_revisions()
+    if revisions is None:
+        return None
+    answers = _answers(plan, kind_of)
+    held = answers.get
+    members, served = snap.tree_members, snap.sharing_by_anchor.get
+    at = revisions.__getitem__
+
+    def peek(r: int) -> Taken | None:
+        found = held(r)
+        if found is None:
+            return None
+        # _stamp, inlined: this runs once per tree of the cloud.
+        stamp = found[0]
+        if (stamp[0] != tuple(map(at, members(r)))
+                or stamp[1] != tuple(map(at, served(r, ())))):
+            return None
+        return found[1]
+
+    return peek
 
 
 def _recorded(plan: Plan, r: int, search: Callable[[], Iterator[tuple]], answers: Kind,

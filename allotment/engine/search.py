@@ -25,7 +25,8 @@ import itertools
 import random
 from collections.abc import Callable, Iterable, Iterator
 
-from allotment.engine.anchors import search_anchor
+from allotment.engine.anchors import kept_peeker, search_anchor
+from allotment.engine.kept import Taken
 from allotment.engine.packed import PACKED, Packed
 from allotment.engine.plan import (
     READY,
@@ -190,12 +191,25 @@ def _interleave(plan: Plan, strategy: str, rng: random.Random | None,
     # Breadth-first: one candidate per anchor per round, opening anchors
     # lazily so the first round over a big world stops as soon as the caller
     # has enough.
-    active: list[Iterator] = []
+    # A tree whose results are kept gives its first one from what is kept,
+    # and is searched only if a later round wants more of it: a limit
+    # mostly ends the first round.
+    peek = kept_peeker(plan, rng) if results is search_anchor else None
+    active: list[tuple[int, Iterator | Taken]] = []
     for r, single in _singles(one, anchors):
         if single is not None:
             if single:
                 yield r, READY, single
             continue
+        if peek is not None:
+            held = peek(r)
+            if held:
+                yield (r, *held[0])
+                if len(held) > 1 or not held.whole:
+                    active.append((r, held))
+                continue
+            if held is not None and held.whole:
+                continue  # kept as having no results
         gen = results(plan, r, rng)
         first = next(gen, None)
         if first is not None:
@@ -204,11 +218,26 @@ def _interleave(plan: Plan, strategy: str, rng: random.Random | None,
     while active:
         still = []
         for r, gen in active:
+            if type(gen) is Taken:
+                gen = _after_first(plan, r, rng, gen, results)
             found = next(gen, None)
             if found is not None:
                 yield (r, *found)
                 still.append((r, gen))
         active = still
+
+
+def _after_first(plan: Plan, r: int, rng: random.Random | None, held: Taken,
+                 results: Callable[..., Iterator[tuple]]) -> Iterator[tuple]:
+    """The results of ``r``'s tree after the first, which came from
+    ``held`` (what was kept of them): the rest of ``held`` when that is all
+    of them, else the tree's own results past the first (which, while the
+    tree's stamp holds, begin with what was kept)."""
+    if held.whole:
+        return itertools.islice(held, 1, None)
+    rest = results(plan, r, rng)
+    next(rest, None)
+    return rest
 
 
 def _singles(one: Callable[[int], Candidate | bool | None] | None,

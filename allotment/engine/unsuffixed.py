@@ -214,10 +214,10 @@ def tree_search(plan: Plan, r: int, rng: random.Random | None) -> Iterator[tuple
         options = unsuffixed_option_lists(plan, r, rng)
         return iter(()) if options is None else unsuffixed_product(plan, r, options)
 
-    return kept.tree_answer(plan, r, rng, _kind, search)
+    return kept.tree_answer(plan, r, rng, tree_kind, search)
 
 
-def _kind(plan: Plan) -> tuple:
+def tree_kind(plan: Plan) -> tuple:
     # What the unsuffixed search's answer for a tree depends on besides the
     # tree (see engine.kept).
     return ("unsuffixed", plan.unsuffixed.signature(), plan.root_required,

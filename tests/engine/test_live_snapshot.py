@@ -27,6 +27,7 @@ from allotment.engine import (
     anchors,
     find_candidates,
     provider_summary_uuids,
+    search,
     unsuffixed,
 )
 from allotment.engine.live import LiveSnapshot
@@ -405,9 +406,14 @@ def test_limited_requests_keep_the_prefix_they_took_and_later_ones_resume_it():
             assert [c.anchor for c in first] == [pid(10), pid(20), pid(30)]
             searched = len(calls)
             assert searched >= 3
-            # The same again: answered from the kept prefixes, no search.
+            # The same again: answered from the kept prefixes, no search,
+            # not even a tree's search set up to hand its prefix out.
+            opened = []
+            mp.setattr(search, "search_anchor",
+                       lambda *a, _real=search.search_anchor, _opened=opened: (
+                           _opened.append(1) or _real(*a)))
             again = list(find_candidates(live, request, limit=3, strategy="breadth-first"))
-            assert again == first and len(calls) == searched
+            assert again == first and len(calls) == searched and opened == []
             assert all(a is b for a, b in zip(first, again, strict=True))
             # More than the prefixes hold: the searches resume after them.
             for limit in (5, None, 7):
