@@ -62,6 +62,28 @@ def _frozen(value: Any) -> Any:
     return value
 
 
+# The attributes oslo.context's own ``to_policy_values`` is made of: a
+# context class that does not override it is judged on these alone.
+_POLICY_ATTRIBUTES = (
+    "user_id", "user_domain_id", "system_scope", "domain_id", "project_id",
+    "project_domain_id", "roles", "is_admin_project", "service_user_id",
+    "service_user_domain_id", "service_project_id", "service_project_domain_id",
+    "service_roles")
+_STANDARD_VALUES = oslo_context.RequestContext.to_policy_values
+
+
+def _credentials(ctx: oslo_context.RequestContext) -> Any:
+    """What the rules will see of the caller, frozen for remembering.
+
+    oslo.context hands policy values out as a mapping that reads every
+    entry through abstract-mapping calls; where the context class keeps the
+    standard values, the same attributes are read straight off it."""
+    if type(ctx).to_policy_values is _STANDARD_VALUES:
+        return tuple([v if type(v) in _SCALARS else _frozen(v)
+                      for v in map(ctx.__getattribute__, _POLICY_ATTRIBUTES)])
+    return _frozen(ctx.to_policy_values())
+
+
 class Policy:
     """Checks actions against Placement's rules and the operator's overrides.
 
@@ -110,7 +132,7 @@ class Policy:
                 target: Mapping[str, Any]) -> tuple[str, str] | None:
         """None when allowed, else (kind, detail) of the refusal."""
         decisions = self._fresh_decisions()
-        key = (action, _frozen(target), _frozen(ctx.to_policy_values()))
+        key = (action, _frozen(target), _credentials(ctx))
         try:
             return decisions[key]
         except KeyError:

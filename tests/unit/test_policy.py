@@ -359,3 +359,35 @@ def test_enforcer_entry_point_reads_the_operator_config(tmp_path, monkeypatch) -
     assert set(enforcer.registered_rules) == set(UPSTREAM_RULES) | set(OWN_RULES)
     assert str(enforcer.rules["placement:usages"]) == "role:auditor"
     assert str(enforcer.rules["placement:traits:list"]) == ADMIN_OR_SERVICE
+
+
+def test_remembered_decisions_know_every_policy_value() -> None:
+    # The key is read off the context's attributes: they must be exactly
+    # what oslo.context hands the rules, or a caller could be judged by
+    # another caller's remembered decision.
+    assert (set(policy_module._POLICY_ATTRIBUTES)
+            == set(RequestContext().to_policy_values()))
+    base = make_ctx(None)
+    seen = {policy_module._credentials(base)}
+    for name in policy_module._POLICY_ATTRIBUTES:
+        value = ["other-role"] if name.endswith("roles") else (
+            True if name == "is_admin_project" and not base.is_admin_project else "other")
+        changed = make_ctx(None)
+        setattr(changed, name, value)
+        key = policy_module._credentials(changed)
+        assert key not in seen, name
+        seen.add(key)
+
+
+def test_a_context_with_its_own_policy_values_is_remembered_by_them(tmp_path) -> None:
+    class Extra(RequestContext):
+        def to_policy_values(self):
+            values = super().to_policy_values()
+            values["extra"] = self.user_name
+            return values
+
+    one = Extra(user_id="u", project_id=PROJECT, roles=["admin"], user_name="a")
+    two = Extra(user_id="u", project_id=PROJECT, roles=["admin"], user_name="b")
+    assert policy_module._credentials(one) != policy_module._credentials(two)
+    assert policy_module._credentials(one) == policy_module._credentials(
+        Extra(user_id="u", project_id=PROJECT, roles=["admin"], user_name="a"))
