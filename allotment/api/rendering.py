@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import datetime
 import re
-from email.utils import format_datetime
+import time
+from email.utils import format_datetime, formatdate
 from typing import Any
 
 import falcon
@@ -75,10 +76,21 @@ def set_cache_headers(
         resp.set_header("cache-control", "no-cache")
 
 
+_now_second = -1
+_now_text = ""
+
+
 def http_date(when: datetime.datetime | None = None) -> str:
+    """``when`` (default now) as an HTTP date.  HTTP dates are to the second,
+    so the current one is worded once a second, not once a request."""
+    global _now_second, _now_text
     if when is None:
-        when = datetime.datetime.now(datetime.UTC)
-    elif when.tzinfo is None:
+        second = int(time.time())
+        if second != _now_second:
+            _now_text = formatdate(second, usegmt=True)
+            _now_second = second
+        return _now_text
+    if when.tzinfo is None:
         when = when.replace(tzinfo=datetime.UTC)
     return format_datetime(when.astimezone(datetime.UTC), usegmt=True)
 

@@ -22,10 +22,8 @@ from __future__ import annotations
 
 import itertools
 import socket
-import time
 import urllib.parse
 from collections.abc import Callable, Iterable
-from email.utils import formatdate
 from typing import Any
 
 import gunicorn_h1c
@@ -230,7 +228,7 @@ class Response:
 
     def head(self) -> bytes:
         lines = [f"HTTP/1.1 {self.status}\r\nServer: gunicorn\r\n"
-                 f"Date: {_http_date()}\r\nConnection: close\r\n"]
+                 f"Date: {rendering.http_date()}\r\nConnection: close\r\n"]
         lines.extend(f"{name}: {value}\r\n" for name, value in self.headers
                      if name.lower() != "connection")
         lines.append("\r\n")
@@ -244,19 +242,6 @@ def error_parts(error: PlacementError, environ: dict) -> tuple[str, list[tuple[s
     body = rendering.dumps(rendering.error_body(error, environ, None))
     return (f"{error.status} {error.title}",
             [("Content-Type", "application/json"), ("Content-Length", str(len(body)))], body)
-
-
-_date_second = -1
-_date_text = ""
-
-
-def _http_date() -> str:
-    global _date_second, _date_text
-    second = int(time.time())
-    if second != _date_second:
-        _date_text = formatdate(second, usegmt=True)
-        _date_second = second
-    return _date_text
 
 
 def send(sock: Any, request: Request, response: Response, body: Iterable[bytes]) -> None:

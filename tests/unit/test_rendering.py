@@ -28,3 +28,21 @@ def test_kept_fragments_take_about_their_length_in_memory():
     finally:
         tracemalloc.stop()
     assert per_fragment < size + sys.getsizeof(b"") + 200, per_fragment
+
+
+def test_the_current_http_date_follows_the_clock_by_the_second(monkeypatch):
+    import datetime
+    import time
+
+    clock = [1_795_000_000.2]
+    monkeypatch.setattr(time, "time", lambda: clock[0])
+
+    def worded(seconds: float) -> str:
+        return rendering.http_date(datetime.datetime.fromtimestamp(int(seconds), datetime.UTC))
+
+    assert rendering.http_date() == worded(clock[0])
+    clock[0] += 0.7  # the same second: the same words
+    assert rendering.http_date() == worded(clock[0])
+    clock[0] += 0.5  # the next second
+    assert rendering.http_date() == worded(clock[0]) != worded(clock[0] - 1)
+    assert rendering.http_date().endswith(" GMT")
