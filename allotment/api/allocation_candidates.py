@@ -128,7 +128,7 @@ class AllocationCandidates(Resource):
             # Tells the client its opt-in was understood.
             resp.set_header(candidates_extensions.HEADER, candidates_extensions.LEVEL)
         else:
-            wanted = request = _parse(tuple(query.pairs(req)), want)
+            wanted = request = _parse(query.frozen_pairs(req), want)
         placement = self.conf.placement
         found = service.find(
             self.db, wanted,

@@ -296,3 +296,26 @@ def test_options_appear_in_the_sample_configuration() -> None:
     assert {"max_query_string_length", "max_query_parameters", "max_json_depth",
             "max_request_groups", "max_any_of_members", "client_timeout"} <= listed["allotment"]
     assert listed["oslo_middleware"] == {"max_request_body_size"}
+
+
+def test_remembered_query_strings_are_judged_by_each_set_of_limits() -> None:
+    from allotment import errors
+    from allotment.api import query
+
+    loose = limits.Limits(body_bytes=1024, query_bytes=1024, query_parameters=10,
+                          json_depth=8, request_groups=8, any_of_members=8)
+    tight = limits.Limits(body_bytes=1024, query_bytes=1024, query_parameters=2,
+                          json_depth=8, request_groups=8, any_of_members=8)
+    asked = "name=a&name=b&member_of=x"
+    for _ in range(2):
+        assert query._pairs(asked, loose) == (("name", "a"), ("name", "b"),
+                                              ("member_of", "x"))
+        with pytest.raises(errors.BadRequest, match="max_query_parameters"):
+            query._pairs(asked, tight)  # refused every time, never remembered
+
+
+def test_a_refused_query_is_refused_again(api, provider) -> None:
+    for _ in range(2):
+        assert_placement_error(api.get("/resource_providers?name=a%00b"), 400,
+                               "Invalid query string")
+        assert api.get("/resource_providers?name=ab").status == 200
