@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import microversion_parse
 
 from allotment import errors
@@ -61,5 +63,8 @@ def from_header_value(value: str | None) -> Version:
     return version
 
 
+@functools.lru_cache(maxsize=64)
 def parse(version: str) -> Version:
+    """A version string of the API's own (the handlers' minimums), parsed
+    once: the same few are asked about on every request."""
     return microversion_parse.parse_version_string(version)

@@ -34,3 +34,10 @@ def test_refusals_are_raised_every_time(value, error):
         with pytest.raises(error, match="Invalid microversion"):
             microversion.from_header_value(value)
     assert value not in microversion._KNOWN
+
+
+def test_parsed_minimums_compare_as_versions():
+    for _ in range(2):
+        assert microversion.parse("1.10") == (1, 10) > microversion.parse("1.9")
+        with pytest.raises(TypeError):
+            microversion.parse("1.x")  # never remembered as anything
