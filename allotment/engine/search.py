@@ -179,22 +179,29 @@ def _interleave(plan: Plan, strategy: str, rng: random.Random | None,
     one = lonely_search(plan) if results is None and plan.only_unsuffixed else None
     results = results or search_anchor
     anchors = plan.anchors(rng)
+    # What is kept of a tree's results, looked at without setting up the
+    # tree's search (see anchors.kept_peeker).
+    peek = kept_peeker(plan, rng) if results is search_anchor else None
     if strategy == "depth-first":
         for r, single in _singles(one, anchors):
             if single is not None:
                 if single:
                     yield r, READY, single
                 continue
+            if peek is not None:
+                held = peek(r)
+                if held is not None and held.whole:
+                    for found in held:
+                        yield (r, *found)
+                    continue
             for found in results(plan, r, rng):
                 yield (r, *found)
         return
     # Breadth-first: one candidate per anchor per round, opening anchors
     # lazily so the first round over a big world stops as soon as the caller
-    # has enough.
-    # A tree whose results are kept gives its first one from what is kept,
-    # and is searched only if a later round wants more of it: a limit
-    # mostly ends the first round.
-    peek = kept_peeker(plan, rng) if results is search_anchor else None
+    # has enough.  A tree whose results are kept gives its first one from
+    # what is kept, and is searched only if a later round wants more of
+    # it: a limit mostly ends the first round.
     active: list[tuple[int, Iterator | Taken]] = []
     for r, single in _singles(one, anchors):
         if single is not None:

@@ -420,10 +420,14 @@ def test_limited_requests_keep_the_prefix_they_took_and_later_ones_resume_it():
                 got = list(find_candidates(live, request, limit=limit, strategy="breadth-first"))
                 assert got == list(find_candidates(fresh, request, limit=limit,
                                                    strategy="breadth-first"))
-            # The whole answers are kept now: no more searching.
+            # The whole answers are kept now: no more searching, and in
+            # either order no tree's search is even set up.
+            want = list(find_candidates(fresh, request, limit=7, strategy="breadth-first"))
             searched = len(calls)
+            del opened[:]
             assert len(list(find_candidates(live, request))) == 12
-            assert len(calls) == searched
+            assert list(find_candidates(live, request, limit=7, strategy="breadth-first")) == want
+            assert len(calls) == searched and opened == []
         # A change to host 2 drops its prefix; the others stay.
         live.add_usage([(pid(21), "VCPU", 4)])
         fresh = fresh.with_usage({pid(21): {"VCPU": 4}})
