@@ -81,7 +81,14 @@ _ENCODED: dict[tuple, tuple[tuple, orjson.Fragment]] = {}
 _ENCODED_MAX = 200_000
 
 
-def _summaries(summaries: list[service.ProviderSummary],
+# Encoded summaries of whole trees, by (the tree's first provider, shape):
+# the tuple of summaries they were made from (the service hands out the
+# same tuple for as long as the tree stays as it is) and what each encodes
+# to.  A big answer from 1.29 is mostly trees unchanged since the last.
+_TREES: dict[tuple, tuple[tuple, dict]] = {}
+
+
+def _summaries(found: service.CandidatesResult,
                request: AllocationCandidatesRequest, want: tuple[int, int]) -> dict:
     requested = None
     if want < _SUMMARY_ALL_CLASSES:
@@ -89,20 +96,32 @@ def _summaries(summaries: list[service.ProviderSummary],
     shape = (want >= _SUMMARY_TRAITS, want >= _SUMMARY_TREE, requested)
     if len(_ENCODED) > _ENCODED_MAX:
         _ENCODED.clear()
-    result = {}
-    for s in summaries:
-        if not s.revision:
-            result[s.uuid] = _summary_body(s, requested, want)
-            continue
-        key = (s.uuid, shape)
-        cached = _ENCODED.get(key)
-        if cached is not None and cached[0] == s.revision:
-            encoded = cached[1]
-        else:
-            encoded = rendering.fragment(_summary_body(s, requested, want))
-            _ENCODED[key] = (s.revision, encoded)
-        result[s.uuid] = encoded
+        _TREES.clear()
+    if found.by_tree is None:
+        return {s.uuid: _encoded_summary(s, shape, requested, want) for s in found.summaries}
+    result: dict = {}
+    for tree in found.by_tree:
+        key = (tree[0].uuid, shape)
+        cached = _TREES.get(key)
+        if cached is None or cached[0] is not tree:
+            cached = _TREES[key] = (tree, {
+                s.uuid: _encoded_summary(s, shape, requested, want) for s in tree})
+        result.update(cached[1])
     return result
+
+
+def _encoded_summary(s: service.ProviderSummary, shape: tuple,
+                     requested: frozenset[str] | None,
+                     want: tuple[int, int]) -> dict | orjson.Fragment:
+    if not s.revision:
+        return _summary_body(s, requested, want)
+    key = (s.uuid, shape)
+    cached = _ENCODED.get(key)
+    if cached is not None and cached[0] == s.revision:
+        return cached[1]
+    encoded = rendering.fragment(_summary_body(s, requested, want))
+    _ENCODED[key] = (s.revision, encoded)
+    return encoded
 
 
 @functools.lru_cache(maxsize=1024)
@@ -138,7 +157,7 @@ class AllocationCandidates(Resource):
             explain_limit=explain_limit, packed=want >= _MAPPINGS)
         body = {
             "allocation_requests": [_encoded_request(c, want) for c in found.candidates],
-            "provider_summaries": _summaries(found.summaries, request, want),
+            "provider_summaries": _summaries(found, request, want),
         }
         if found.explanation is not None:
             body["explanation"] = found.explanation.as_dict()

@@ -101,7 +101,8 @@ def peeker(plan: Plan, kind_of: Callable[[Plan], Hashable],
         return None
     answers = _answers(plan, kind_of)
     held = answers.get
-    members, served = snap.tree_members, snap.sharing_by_anchor.get
+    # Snapshot.tree_members and sharing_by_anchor, looked up once.
+    many, served = snap.trees_of_many().get, snap.sharing_by_anchor.get
     at = revisions.__getitem__
 
     def peek(r: int) -> Taken | None:
@@ -110,7 +111,7 @@ def peeker(plan: Plan, kind_of: Callable[[Plan], Hashable],
             return None
         # _stamp, inlined: this runs once per tree of the cloud.
         stamp = found[0]
-        if (stamp[0] != tuple(map(at, members(r)))
+        if (stamp[0] != tuple(map(at, many(r) or (r,)))
                 or stamp[1] != tuple(map(at, served(r, ())))):
             return None
         return found[1]

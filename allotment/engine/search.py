@@ -138,6 +138,24 @@ def provider_summary_uuids(
     roots in UUID order and each tree's providers in UUID order (cheaper
     than sorting every provider of a big answer, and as deterministic).
     """
+    used, trees = provider_summary_trees(snapshot, candidates, nested_aware=nested_aware)
+    if trees is None:
+        return used
+    uuids = snapshot.uuids
+    wanted: list[str] = []
+    for members in trees:
+        wanted.extend(map(uuids.__getitem__, members))
+    return wanted
+
+
+def provider_summary_trees(
+    snapshot: Snapshot, candidates: Iterable[Candidate | Packed], *, nested_aware: bool
+) -> tuple[list[str], None] | tuple[None, list[tuple[int, ...]]]:
+    """The providers :func:`provider_summary_uuids` names, either as those
+    UUIDs (where summaries describe providers one by one) or, where they
+    describe whole trees, as each tree's member positions, trees in order:
+    a caller may then keep what it makes of a tree as long as the tree's
+    providers stay as they are."""
     many = snapshot.trees_of_many() if nested_aware else None
     index, root, uuids = snapshot.index, snapshot.root, snapshot.uuids
     if many and not snapshot.sharing_by_anchor:
@@ -151,18 +169,16 @@ def provider_summary_uuids(
             add(cand.providers if type(cand) is Packed else cand.allocations)
         if not many:
             # Every tree is one provider, or only the providers used are wanted.
-            return sorted(used)
+            return sorted(used), None
         roots = {root[index[u]] for u in used}
     if len(roots) * 8 > len(snapshot.roots):
         # Most trees: walk the roots, which are kept in UUID order.
         order: Iterable[int] = (r for r in snapshot.roots if r in roots)
     else:
         order = sorted(roots, key=uuids.__getitem__)
-    wanted: list[str] = []
-    for r in order:
-        # A tree's members are kept in UUID order too.
-        wanted.extend(map(uuids.__getitem__, many.get(r, (r,))))
-    return wanted
+    # A tree's members are kept in UUID order too.
+    members = many.get
+    return None, [members(r) or (r,) for r in order]
 
 
 # ---------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from allotment.engine.request import AllocationCandidatesRequest, RequestGroup
 from allotment.engine.snapshot import CAPACITY, MAX_UNIT, MIN_UNIT, STEP_SIZE
 from allotment.storage.db import Database
 from allotment.world import sync as world_sync
+from allotment.world.model import World
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,10 @@ class CandidatesResult:
     summaries: list[ProviderSummary]
     # Only when asked for (an extension, see docs/explain.md).
     explanation: Explanation | None = None
+    # The same summaries tree by tree, where they describe whole trees (from
+    # 1.29): each tree's tuple is the same object from one request to the
+    # next while the tree's providers stay as they are.
+    by_tree: list[tuple[ProviderSummary, ...]] | None = None
 
 
 EMPTY = CandidatesResult([], [])
@@ -208,19 +213,51 @@ def find(
                         if caps and len(candidates) >= min(caps) else None)
             explanation = explain(snap, ext, tree_limit=explain_limit,
                                   answered_roots=answered)
-        uuids = search.provider_summary_uuids(
+        used, trees = search.provider_summary_trees(
             snap, candidates, nested_aware=request.nested_aware)
-        memo = world.memo("summary")
-        known, revision_of, names_version = memo.get, snap.revision, world.names_version
-        summaries = []
-        add = summaries.append
-        for uuid in uuids:
-            revision = (uuid, revision_of(uuid), names_version)
-            found = known(uuid)
-            if found is None or found.revision != revision:
-                found = memo[uuid] = _summary(snap, uuid, world.names.trait_rank, revision)
-            add(found)
-        return CandidatesResult(candidates, summaries, explanation)
+        summaries, by_tree = _summaries(world, used, trees)
+        return CandidatesResult(candidates, summaries, explanation, by_tree)
+
+
+def _summaries(world: World, used: list[str] | None,
+               trees: list[tuple[int, ...]] | None,
+               ) -> tuple[list[ProviderSummary], list[tuple[ProviderSummary, ...]] | None]:
+    """The summaries of the providers ``used``, or of the ``trees`` (then
+    also tree by tree).  Each summary is kept until its provider changes,
+    and each tree's until one of its providers does: a big answer from
+    1.29 describes every provider of a few thousand trees, nearly all as
+    they were for the last request."""
+    snap = world.snapshot
+    memo = world.memo("summary")
+    known, revision_of, names_version = memo.get, snap.revision, world.names_version
+    trait_rank = world.names.trait_rank
+
+    def summary(uuid: str) -> ProviderSummary:
+        revision = (uuid, revision_of(uuid), names_version)
+        found = known(uuid)
+        if found is None or found.revision != revision:
+            found = memo[uuid] = _summary(snap, uuid, trait_rank, revision)
+        return found
+
+    if trees is None:
+        return [summary(uuid) for uuid in used], None
+    # Revisions are never reused, by any provider: equal revisions mean the
+    # same providers, as they were.
+    tree_memo = world.memo("summary-tree")
+    held = tree_memo.get
+    at, uuids = snap.position_revisions().__getitem__, snap.uuids
+    summaries: list[ProviderSummary] = []
+    by_tree = []
+    for members in trees:
+        stamp = (tuple(map(at, members)), names_version)
+        first = uuids[members[0]]
+        found = held(first)
+        if found is None or found[0] != stamp:
+            found = tree_memo[first] = (
+                stamp, tuple([summary(uuid) for uuid in map(uuids.__getitem__, members)]))
+        by_tree.append(found[1])
+        summaries.extend(found[1])
+    return summaries, by_tree
 
 
 def _summary(snap: LiveSnapshot, uuid: str, trait_rank: Mapping[str, int],

@@ -42,3 +42,59 @@ def test_summaries_follow_usage_and_the_cache_stays_one_per_provider(api):
             used = api.get(f"/resource_providers/{rp}/usages").json["usages"]["VCPU"]
             assert body["provider_summaries"][rp]["resources"]["VCPU"]["used"] == used
     assert len(candidates_api._ENCODED) == len(rps) * 2
+
+
+def test_whole_trees_are_described_again_only_where_they_changed(api, monkeypatch):
+    # Three hosts, each a root with disk and two NUMA nodes with VCPU: from
+    # 1.29 every answer describes all nine providers.
+    trees = []
+    for h in range(3):
+        root = api.post("/resource_providers", json={"name": f"tree-{h}"}).json["uuid"]
+        assert api.put(f"/resource_providers/{root}/inventories", json={
+            "resource_provider_generation": 0,
+            "inventories": {"DISK_GB": {"total": 100}}}).status == 200
+        nodes = []
+        for n in range(2):
+            node = api.post("/resource_providers", json={
+                "name": f"tree-{h}-numa-{n}", "parent_provider_uuid": root}).json["uuid"]
+            assert api.put(f"/resource_providers/{node}/inventories", json={
+                "resource_provider_generation": 0,
+                "inventories": {"VCPU": {"total": 8}}}).status == 200
+            nodes.append(node)
+        trees.append((root, nodes))
+    encoded = []
+    real = candidates_api._encoded_summary
+    monkeypatch.setattr(candidates_api, "_encoded_summary",
+                        lambda s, *a: encoded.append(s.uuid) or real(s, *a))
+    query = "/allocation_candidates?resources=VCPU:1,DISK_GB:1"
+
+    def summaries() -> dict:
+        del encoded[:]
+        return api.get(query).json["provider_summaries"]
+
+    first = summaries()
+    assert len(first) == 9
+    # Asked again: every tree as it was, nothing described again.
+    assert summaries() == first and encoded == []
+    # A claim on one NUMA node of the second host: that host alone.
+    root, nodes = trees[1]
+    _claim(api, nodes[0])
+    after = summaries()
+    assert sorted(encoded) == sorted([root, *nodes])
+    assert after[nodes[0]]["resources"]["VCPU"]["used"] == 1
+    assert {u: s for u, s in after.items() if u != nodes[0]} == {
+        u: s for u, s in first.items() if u != nodes[0]}
+    # A trait on the first host's root and a new child of the third host.
+    root0 = trees[0][0]
+    generation = api.get(f"/resource_providers/{root0}").json["generation"]
+    assert api.put(f"/resource_providers/{root0}/traits", json={
+        "resource_provider_generation": generation,
+        "traits": ["HW_CPU_X86_AVX2"]}).status == 200
+    child = api.post("/resource_providers", json={
+        "name": "tree-2-gpu", "parent_provider_uuid": trees[2][0]}).json["uuid"]
+    later = summaries()
+    assert later[root0]["traits"] == ["HW_CPU_X86_AVX2"]
+    assert later[child] == {"resources": {}, "traits": [],
+                            "parent_provider_uuid": trees[2][0],
+                            "root_provider_uuid": trees[2][0]}
+    assert len(later) == 10 and trees[1][0] not in encoded
