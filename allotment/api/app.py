@@ -59,6 +59,7 @@ def create_app(conf: cfg.ConfigOpts, *, db: Database | None = None):
     if conf.oslo_middleware.enable_proxy_headers_parsing:
         # Only then does it do anything; it costs a WebOb round trip.
         wsgi = http_proxy_to_wsgi.HTTPProxyToWSGI(wsgi, conf)
+    wsgi = middleware.AskAhead(wsgi, db.probe.ask, db.probe.settle)
     outer = middleware.WsgiPath(middleware.CollectorPause(wsgi))
     # The routed application, for whoever needs to list what is served.
     outer.falcon_app = app

@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 import re
 import threading
+from collections.abc import Callable
 
 import falcon
 from oslo_context import context as oslo_context
@@ -91,6 +92,38 @@ class CollectorPause:
                 self._inflight -= 1
                 if not self._inflight and self._was_enabled:
                     gc.enable()
+
+
+class AskAhead:
+    """Send the database the question every read of the world begins with
+    (whether anything changed since this process last looked) as soon as
+    such a request arrives, and take the answer when the read gets there
+    (``storage.watch.FeedProbe.ask``): on PostgreSQL the database's process
+    wakes up and answers while the request is parsed, checked and routed,
+    instead of after.  A question its request did not take is ended with
+    the request.  Only reads the world serves ask: anything else would cost
+    the database a question nobody reads.
+    """
+
+    # GETs answered from the process's world (service.provider_listing and
+    # service.allocation_candidates).
+    WORLD_READS = ("/allocation_candidates", "/resource_providers")
+
+    def __init__(self, application, ask: Callable[[], None],
+                 settle: Callable[[], None]) -> None:
+        self.application = application
+        self._ask = ask
+        self._settle = settle
+
+    def __call__(self, environ, start_response):
+        if (environ.get("REQUEST_METHOD") != "GET"
+                or not environ.get("PATH_INFO", "").startswith(self.WORLD_READS)):
+            return self.application(environ, start_response)
+        self._ask()
+        try:
+            return self.application(environ, start_response)
+        finally:
+            self._settle()
 
 
 class WsgiPath:

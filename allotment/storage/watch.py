@@ -30,6 +30,7 @@ how fast a quiet answer comes.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import threading
 import time
 from typing import Any
@@ -46,6 +47,9 @@ from allotment.storage.tables import placement_changes
 PROBE_BACKOFF = 5.0
 # Name of the probe's statement, prepared on its own connection only.
 PREPARED_PROBE = b"allotment_feed_probe"
+# Per context (a request): the question it sent with FeedProbe.ask().
+_ASKED: contextvars.ContextVar[object | None] = contextvars.ContextVar(
+    "allotment_probe_asked", default=None)
 
 
 class _OwnConnection:
@@ -139,6 +143,55 @@ class FeedProbe(_OwnConnection):
         self._sql = str(sa.select(sa.func.max(placement_changes.c.id))
                         .compile(dialect=engine.dialect))
         self._pgconn: Any = None
+        # The question sent by ask() and not yet answered: its answer is
+        # taken only by the context (request) that asked it (_ASKED).
+        self._pending: object | None = None
+
+    def ask(self) -> None:
+        """Send the question now and take the answer in :meth:`newer_than`
+        later, in the same context (a request): the database works on it,
+        and its process wakes up, while the request is parsed and routed.
+        The answer is as of when it was asked, so a caller asks once its
+        request has arrived, never earlier.  Only on PostgreSQL's libpq
+        path; elsewhere nothing happens."""
+        if not self._usable or time.monotonic() - self._failed_at < PROBE_BACKOFF:
+            return
+        with self._lock:
+            try:
+                self._connection()
+                if self._pgconn is None:
+                    return
+                self._drop_pending()
+                self._pgconn.send_query_prepared(PREPARED_PROBE, [])
+                token = object()
+                self._pending = token
+                _ASKED.set(token)
+            except Exception:
+                self._failed_at = time.monotonic()
+                self._close()
+
+    def settle(self) -> None:
+        """End the context's question if it is still unanswered (its
+        request did not look), so the connection is ready for the next."""
+        mine = _ASKED.get()
+        if mine is None:
+            return
+        _ASKED.set(None)
+        with self._lock:
+            try:
+                if self._pending is mine:
+                    self._drop_pending()
+            except Exception:
+                self._failed_at = time.monotonic()
+                self._close()
+
+    def _drop_pending(self) -> None:
+        # Someone's earlier question, answered or not: its answer may be
+        # older than the caller's request, so it is read and thrown away.
+        if self._pending is not None:
+            self._pending = None
+            while self._pgconn.get_result() is not None:
+                pass
 
     def newer_than(self, head: int) -> bool | None:
         if not self._usable or time.monotonic() - self._failed_at < PROBE_BACKOFF:
@@ -147,6 +200,13 @@ class FeedProbe(_OwnConnection):
             try:
                 conn = self._connection()
                 if self._pgconn is not None:
+                    mine = _ASKED.get()
+                    if mine is not None:
+                        _ASKED.set(None)
+                        if self._pending is mine:
+                            self._pending = None
+                            return self._answer(self._pgconn.get_result(), head)
+                    self._drop_pending()
                     return self._ask_libpq(head)
                 cur = conn.cursor()
                 try:
@@ -160,9 +220,14 @@ class FeedProbe(_OwnConnection):
                 return None
 
     def _ask_libpq(self, head: int) -> bool:
-        result = self._pgconn.exec_prepared(PREPARED_PROBE, [])
-        if result.status != pq.ExecStatus.TUPLES_OK:
-            raise RuntimeError(result.error_message.decode(errors="replace"))
+        return self._answer(self._pgconn.exec_prepared(PREPARED_PROBE, []), head)
+
+    def _answer(self, result: Any, head: int) -> bool:
+        if result is None or result.status != pq.ExecStatus.TUPLES_OK:
+            message = b"no answer" if result is None else result.error_message
+            raise RuntimeError(message.decode(errors="replace"))
+        if self._pgconn.get_result() is not None:  # the end of an asked question
+            raise RuntimeError("more than one answer to the probe")
         highest = result.get_value(0, 0)  # text; None for an empty feed
         return highest is not None and int(highest) > head
 
@@ -177,6 +242,7 @@ class FeedProbe(_OwnConnection):
 
     def _close(self) -> None:
         self._pgconn = None
+        self._pending = None
         super()._close()
 
 

@@ -246,3 +246,89 @@ def _kill(db, dbapi_conn) -> None:
         thread_id = dbapi_conn.thread_id()
         with db.autocommit() as conn:
             conn.exec_driver_sql(f"KILL {int(thread_id)}")
+
+
+def _postgresql_probe(db, monkeypatch) -> Replica:
+    if db.backend != "postgresql":
+        pytest.skip("questions asked ahead are PostgreSQL's libpq path")
+    monkeypatch.setattr(watch, "PROBE_BACKOFF", 0.0)
+    replica = Replica(db)
+    replica.catch_up()
+    return replica
+
+
+def test_a_question_asked_ahead_is_answered_to_its_asker(db, monkeypatch):
+    replica = _postgresql_probe(db, monkeypatch)
+    db.probe.ask()
+    assert db.probe._pending is not None
+    assert db.probe.newer_than(replica.head) is False  # the answer asked for
+    assert db.probe._pending is None
+    provider_service.create_provider(db, name="after-the-answer")
+    assert db.probe.newer_than(replica.head) is True  # asked again, now
+
+
+def test_an_answer_asked_ahead_never_serves_a_later_request(db, monkeypatch):
+    import contextvars
+
+    replica = _postgresql_probe(db, monkeypatch)
+    db.probe.ask()  # a request that began before the commit
+    provider_service.create_provider(db, name="committed-in-between")
+    # Another request, begun after the commit: the earlier question's answer
+    # may predate the commit, so it is thrown away and the question asked anew.
+    later = contextvars.Context()
+    assert later.run(db.probe.newer_than, replica.head) is True
+    assert db.probe._pending is None
+    # The first request no longer has an answer waiting: it asks again too.
+    assert db.probe.newer_than(replica.head) is True
+
+
+def test_a_question_nobody_took_ends_with_its_request(db, monkeypatch):
+    replica = _postgresql_probe(db, monkeypatch)
+    db.probe.ask()
+    db.probe.settle()
+    assert db.probe._pending is None
+    provider_service.create_provider(db, name="after-the-settled-question")
+    assert db.probe.newer_than(replica.head) is True
+    db.probe.settle()  # nothing asked: nothing to do
+    db.probe.ask()
+    db.probe.ask()  # asked twice: the first answer is thrown away unread
+    assert db.probe.newer_than(replica.head) is True
+    assert db.probe.newer_than(replica.head - 10**9) is True
+
+
+def test_a_question_asked_ahead_on_a_dead_connection_gives_way(db, feed_reads, monkeypatch):
+    replica = _postgresql_probe(db, monkeypatch)
+    _kill(db, db.probe._conn.dbapi_connection)
+    rp = provider_service.create_provider(db, name="after-the-asked-cut")
+    db.probe.ask()  # a request arrives: the question goes nowhere
+    feed_reads.clear()
+    with replica.current() as world:  # no answer comes; the pool answers
+        assert world.snapshot.get(rp.uuid) is not None
+    assert feed_reads
+    db.probe.settle()
+    assert db.probe.newer_than(replica.head) is False  # connected again
+
+
+def test_a_read_over_http_takes_the_answer_it_asked_for_ahead(app, db, database_url,
+                                                             monkeypatch):
+    from tests.client import Client
+
+    _postgresql_probe(db, monkeypatch)
+    api = Client(app)
+    assert api.get("/resource_providers").status == 200
+    other = db_mod.Database(db_mod.create_engine(database_url))  # another API process
+    try:
+        rp = provider_service.create_provider(other, name="written-elsewhere")
+    finally:
+        other.dispose()
+    asked_now = []
+    real = db.probe._ask_libpq
+    monkeypatch.setattr(db.probe, "_ask_libpq",
+                        lambda head: asked_now.append(head) or real(head))
+    resp = api.get(f"/resource_providers/{rp.uuid}")
+    assert resp.status == 200 and resp.json["name"] == "written-elsewhere"
+    # Answered by the question sent when the request arrived, not a second one.
+    assert asked_now == [] and db.probe._pending is None
+    # A write asks nothing ahead.
+    assert api.post("/resource_providers", json={"name": "a-write"}).status == 200
+    assert db.probe._pending is None

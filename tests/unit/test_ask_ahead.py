@@ -1,0 +1,48 @@
+"""api.middleware.AskAhead: world reads ask the database early, and every
+question asked is ended with its request."""
+
+from __future__ import annotations
+
+import pytest
+
+from allotment.api.middleware import AskAhead
+
+
+def _middleware(app=None):
+    calls: list[str] = []
+
+    def inner(environ, start_response):
+        calls.append("app")
+        if app is not None:
+            return app(environ, start_response)
+        return [b"ok"]
+
+    wrapped = AskAhead(inner, lambda: calls.append("ask"), lambda: calls.append("settle"))
+    return wrapped, calls
+
+
+@pytest.mark.parametrize("path", ["/allocation_candidates", "/resource_providers",
+                                  "/resource_providers/x/usages"])
+def test_world_reads_ask_before_the_application_and_settle_after(path):
+    wrapped, calls = _middleware()
+    assert wrapped({"REQUEST_METHOD": "GET", "PATH_INFO": path}, None) == [b"ok"]
+    assert calls == ["ask", "app", "settle"]
+
+
+@pytest.mark.parametrize(("method", "path"), [
+    ("POST", "/resource_providers"), ("PUT", "/resource_providers/x/inventories"),
+    ("GET", "/traits"), ("GET", "/"), ("GET", "/usages"), ("HEAD", "/resource_providers")])
+def test_other_requests_ask_nothing(method, path):
+    wrapped, calls = _middleware()
+    wrapped({"REQUEST_METHOD": method, "PATH_INFO": path}, None)
+    assert calls == ["app"]
+
+
+def test_a_failing_request_still_settles():
+    def boom(environ, start_response):
+        raise RuntimeError("boom")
+
+    wrapped, calls = _middleware(boom)
+    with pytest.raises(RuntimeError):
+        wrapped({"REQUEST_METHOD": "GET", "PATH_INFO": "/allocation_candidates"}, None)
+    assert calls == ["ask", "app", "settle"]
