@@ -105,9 +105,11 @@ class AskAhead:
     the database a question nobody reads.
     """
 
-    # GETs answered from the process's world (service.provider_listing and
-    # service.allocation_candidates).
-    WORLD_READS = ("/allocation_candidates", "/resource_providers")
+    # The GETs answered from the process's world (service.provider_listing
+    # and service.allocation_candidates): the candidates, the provider
+    # list, one provider and one provider's usages.
+    WORLD_READS = re.compile(r"/(?:allocation_candidates|resource_providers"
+                             r"(?:/[^/]+(?:/usages)?)?)/?\Z")
 
     def __init__(self, application, ask: Callable[[], None],
                  settle: Callable[[], None]) -> None:
@@ -117,7 +119,7 @@ class AskAhead:
 
     def __call__(self, environ, start_response):
         if (environ.get("REQUEST_METHOD") != "GET"
-                or not environ.get("PATH_INFO", "").startswith(self.WORLD_READS)):
+                or self.WORLD_READS.match(environ.get("PATH_INFO", "")) is None):
             return self.application(environ, start_response)
         self._ask()
         try:
