@@ -22,14 +22,18 @@ def _claim(api, rp: str) -> str:
     return consumer
 
 
+def _provider(api, name: str, inventories: dict, parent: str | None = None) -> str:
+    body = {"name": name}
+    if parent is not None:
+        body["parent_provider_uuid"] = parent
+    rp = api.post("/resource_providers", json=body).json["uuid"]
+    assert api.put(f"/resource_providers/{rp}/inventories", json={
+        "resource_provider_generation": 0, "inventories": inventories}).status == 200
+    return rp
+
+
 def test_summaries_follow_usage_and_the_cache_stays_one_per_provider(api):
-    rps = []
-    for i in range(3):
-        rp = api.post("/resource_providers", json={"name": f"cache-{i}"}).json["uuid"]
-        assert api.put(f"/resource_providers/{rp}/inventories", json={
-            "resource_provider_generation": 0,
-            "inventories": {"VCPU": {"total": 100}}}).status == 200
-        rps.append(rp)
+    rps = [_provider(api, f"cache-{i}", {"VCPU": {"total": 100}}) for i in range(3)]
     candidates_api._ENCODED.clear()
     for step in range(40):
         rp = rps[step % 3]
@@ -49,18 +53,9 @@ def test_whole_trees_are_described_again_only_where_they_changed(api, monkeypatc
     # 1.29 every answer describes all nine providers.
     trees = []
     for h in range(3):
-        root = api.post("/resource_providers", json={"name": f"tree-{h}"}).json["uuid"]
-        assert api.put(f"/resource_providers/{root}/inventories", json={
-            "resource_provider_generation": 0,
-            "inventories": {"DISK_GB": {"total": 100}}}).status == 200
-        nodes = []
-        for n in range(2):
-            node = api.post("/resource_providers", json={
-                "name": f"tree-{h}-numa-{n}", "parent_provider_uuid": root}).json["uuid"]
-            assert api.put(f"/resource_providers/{node}/inventories", json={
-                "resource_provider_generation": 0,
-                "inventories": {"VCPU": {"total": 8}}}).status == 200
-            nodes.append(node)
+        root = _provider(api, f"tree-{h}", {"DISK_GB": {"total": 100}})
+        nodes = [_provider(api, f"tree-{h}-numa-{n}", {"VCPU": {"total": 8}}, root)
+                 for n in range(2)]
         trees.append((root, nodes))
     encoded = []
     real = candidates_api._encoded_summary
