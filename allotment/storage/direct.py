@@ -24,7 +24,6 @@ storage/faults.py answers for it unchanged.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -35,7 +34,6 @@ from sqlalchemy.engine import Connection
 # that cannot go directly.
 _PLANS: dict[tuple, _Plan | None] = {}
 _UNKNOWN = object()
-_LOCK = threading.Lock()
 _CURSOR_KEY = "allotment_direct_cursor"
 
 
@@ -167,8 +165,8 @@ def execute(conn: Connection, statement: sa.Executable,
             plan = _learn(conn, result)
         except Exception:  # anything unforeseen: the ordinary path, always
             plan = None
-        with _LOCK:
-            _PLANS[key] = plan
+        # Threads that learn the same statement at once learn the same plan.
+        _PLANS[key] = plan
         return result
     if plan is None:
         return conn.execute(statement, params)

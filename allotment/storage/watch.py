@@ -154,7 +154,7 @@ class FeedProbe(_OwnConnection):
         The answer is as of when it was asked, so a caller asks once its
         request has arrived, never earlier.  Only on PostgreSQL's libpq
         path; elsewhere nothing happens."""
-        if not self._usable or time.monotonic() - self._failed_at < PROBE_BACKOFF:
+        if not self._may_ask():
             return
         with self._lock:
             try:
@@ -167,8 +167,7 @@ class FeedProbe(_OwnConnection):
                 self._pending = token
                 _ASKED.set(token)
             except Exception:
-                self._failed_at = time.monotonic()
-                self._close()
+                self._give_way()
 
     def settle(self) -> None:
         """End the context's question if it is still unanswered (its
@@ -182,8 +181,16 @@ class FeedProbe(_OwnConnection):
                 if self._pending is mine:
                     self._drop_pending()
             except Exception:
-                self._failed_at = time.monotonic()
-                self._close()
+                self._give_way()
+
+    def _may_ask(self) -> bool:
+        return self._usable and time.monotonic() - self._failed_at >= PROBE_BACKOFF
+
+    def _give_way(self) -> None:
+        # Whatever went wrong, callers go the usual way (pooled, checked
+        # connections) until the backoff has passed, then connect again.
+        self._failed_at = time.monotonic()
+        self._close()
 
     def _drop_pending(self) -> None:
         # Someone's earlier question, answered or not: its answer may be
@@ -194,20 +201,13 @@ class FeedProbe(_OwnConnection):
                 pass
 
     def newer_than(self, head: int) -> bool | None:
-        if not self._usable or time.monotonic() - self._failed_at < PROBE_BACKOFF:
+        if not self._may_ask():
             return None
         with self._lock:
             try:
                 conn = self._connection()
                 if self._pgconn is not None:
-                    mine = _ASKED.get()
-                    if mine is not None:
-                        _ASKED.set(None)
-                        if self._pending is mine:
-                            self._pending = None
-                            return self._answer(self._pgconn.get_result(), head)
-                    self._drop_pending()
-                    return self._ask_libpq(head)
+                    return self._libpq_answer(head)
                 cur = conn.cursor()
                 try:
                     cur.execute(self._sql)
@@ -215,9 +215,20 @@ class FeedProbe(_OwnConnection):
                 finally:
                     cur.close()
             except Exception:
-                self._failed_at = time.monotonic()
-                self._close()
+                self._give_way()
                 return None
+
+    def _libpq_answer(self, head: int) -> bool:
+        """The answer to the question this request asked ahead, else to
+        the question asked now."""
+        mine = _ASKED.get()
+        if mine is not None:
+            _ASKED.set(None)
+            if self._pending is mine:
+                self._pending = None
+                return self._answer(self._pgconn.get_result(), head)
+        self._drop_pending()
+        return self._ask_libpq(head)
 
     def _ask_libpq(self, head: int) -> bool:
         return self._answer(self._pgconn.exec_prepared(PREPARED_PROBE, []), head)
