@@ -43,6 +43,7 @@ _SINGLE = {"CONTENT-LENGTH", "CONTENT-TYPE", "HOST"}
 #: Statuses whose responses never carry a body.
 _BODILESS = ("1", "204", "304")
 _HEADER_BUFFER = 65536
+_DONTWAIT = getattr(socket, "MSG_DONTWAIT", 0)
 
 
 class Request:
@@ -268,8 +269,13 @@ def close(sock: socket.socket, linger: Callable[[Any], None]) -> None:
     (gunicorn's graceful close), so unread bytes do not reset the connection
     before the client has read the answer.  ``sock`` is the plain socket."""
     try:
-        sock.setblocking(False)
-        pending = sock.recv(1, socket.MSG_PEEK)
+        if _DONTWAIT and sock.gettimeout() is None:
+            # Still blocking without a timeout: a look that does not wait
+            # needs no change of mode first.
+            pending = sock.recv(1, socket.MSG_PEEK | _DONTWAIT)
+        else:
+            sock.setblocking(False)
+            pending = sock.recv(1, socket.MSG_PEEK)
     except BlockingIOError:
         sock.close()
         return

@@ -17,6 +17,7 @@ import errno
 import os
 import select
 import socket
+import sys
 import time
 from typing import Any
 
@@ -26,6 +27,12 @@ from gunicorn.workers.sync import StopWaiting, SyncWorker
 
 from allotment import errors
 from allotment.cmd import exchange
+
+_DONTWAIT = getattr(socket, "MSG_DONTWAIT", 0)
+# Linux's accept() does not pass a listener's O_NONBLOCK on to the accepted
+# socket (BSDs do): there it is blocking already, and gunicorn's call to make
+# it so is a system call that changes nothing.
+_ACCEPTED_BLOCKING = sys.platform.startswith("linux")
 
 
 class DeadlineSocket:
@@ -59,6 +66,11 @@ class DeadlineSocket:
             with contextlib.suppress(OSError):
                 self._sock.shutdown(socket.SHUT_RDWR)
 
+    def _untimed(self) -> bool:
+        # Still blocking with no timeout set: a call with MSG_DONTWAIT does
+        # not wait, and Python makes no poll() call before it.
+        return bool(_DONTWAIT) and self._sock.gettimeout() is None
+
     def recv(self, size: int, *flags: int) -> bytes:
         if self._unread:
             data, self._unread = self._unread[:size], self._unread[size:]
@@ -68,6 +80,14 @@ class DeadlineSocket:
             self._expire()
         if self.expired:
             return b""
+        if self._untimed():
+            # The request has mostly arrived by the time its connection is
+            # accepted: take what is there without setting a timeout and
+            # polling first (two system calls on every request).
+            try:
+                return self._sock.recv(size, _DONTWAIT | (flags[0] if flags else 0))
+            except BlockingIOError:
+                pass
         self._sock.settimeout(remaining)
         try:
             return self._sock.recv(size, *flags)
@@ -75,7 +95,8 @@ class DeadlineSocket:
             self._expire()
             return b""
 
-    def _write(self, method: str, *args: Any) -> Any:
+    def _write_time(self) -> float:
+        """Seconds left to write; the deadline starts with the first write."""
         if self._write_by is None:
             self._write_by = time.monotonic() + self._seconds
         remaining = self._write_by - time.monotonic()
@@ -83,7 +104,10 @@ class DeadlineSocket:
             self._expire()
         if self.expired:
             raise BrokenPipeError(32, "client deadline passed")
-        self._sock.settimeout(remaining)
+        return remaining
+
+    def _write(self, method: str, *args: Any) -> Any:
+        self._sock.settimeout(self._write_time())
         try:
             return getattr(self._sock, method)(*args)
         except TimeoutError:
@@ -94,6 +118,17 @@ class DeadlineSocket:
         return self._write("send", data, *flags)
 
     def sendall(self, data: bytes, *flags: int) -> None:
+        if not flags and self._untimed():
+            # Most responses fit in the socket's buffer: one send that does
+            # not wait, and the timed path only for what did not fit.
+            self._write_time()
+            try:
+                sent = self._sock.send(data, _DONTWAIT)
+            except BlockingIOError:
+                sent = 0
+            if sent == len(data):
+                return None
+            data = memoryview(data)[sent:]
         return self._write("sendall", data, *flags)
 
     def sendfile(self, *args: Any) -> int:
@@ -166,6 +201,14 @@ class DeadlineSyncWorker(SyncWorker):
     _limits: exchange.Limits | None = None
     _environs: dict[int, exchange.Environ | None]
 
+    def accept(self, listener) -> None:
+        client, addr = listener.accept()
+        if not _ACCEPTED_BLOCKING:
+            client.setblocking(True)
+        # gunicorn also marks the socket close-on-exec: Python makes every
+        # new descriptor so already (PEP 446).
+        self.handle(listener, client, addr)
+
     def handle(self, listener, client, addr) -> None:
         conn = DeadlineSocket(client, self.client_timeout)
         builder = self._environ_for(listener)
@@ -183,11 +226,13 @@ class DeadlineSyncWorker(SyncWorker):
             super().handle(listener, conn, addr)
             return
         try:
-            self._serve(conn, addr, builder.build(request, conn, addr), request)
-        except OSError as exc:
-            self._client_gone(exc)
+            environ = builder.build(request, conn, addr)
+            response, seconds = self._serve(conn, addr, environ, request)
         finally:
             exchange.close(client, util.close_graceful)
+        # Logged once the connection is closed: a client reading to the end
+        # of the connection has its whole answer without waiting for it.
+        self.log.access(response, None, environ, datetime.timedelta(seconds=seconds))
 
     def _environ_for(self, listener) -> exchange.Environ | None:
         if self._limits is None:
@@ -202,7 +247,8 @@ class DeadlineSyncWorker(SyncWorker):
         return self._environs[key]
 
     def _serve(self, conn: DeadlineSocket, addr, environ: dict,
-               request: exchange.Request) -> None:
+               request: exchange.Request) -> tuple[exchange.Response, float]:
+        """Answer ``request``: the response sent and the seconds it took."""
         started = time.perf_counter()
         self.nr += 1
         if self.nr >= self.max_requests:
@@ -214,24 +260,25 @@ class DeadlineSyncWorker(SyncWorker):
             result = self.wsgi(environ, response.start_response)
             body = result if response.status is not None else list(result)
             exchange.send(conn, request, response, body)
-        except OSError:
-            # The client's socket, as in gunicorn: the caller decides.
-            raise
+        except OSError as exc:
+            # The client's socket, as in gunicorn.
+            self._client_gone(exc)
         except Exception:
             self.log.exception("Error handling request %s", request.uri)
-            if response.committed:
-                return
-            # As the application answers what it did not expect.
-            response = exchange.Response()
-            status, headers, data = exchange.error_parts(
-                errors.PlacementError("An unexpected error occurred."), environ)
-            response.start_response(status, headers)
-            exchange.send(conn, request, response, [data])
+            if not response.committed:
+                # As the application answers what it did not expect.
+                response = exchange.Response()
+                status, headers, data = exchange.error_parts(
+                    errors.PlacementError("An unexpected error occurred."), environ)
+                response.start_response(status, headers)
+                try:
+                    exchange.send(conn, request, response, [data])
+                except OSError as exc:
+                    self._client_gone(exc)
         finally:
             if hasattr(result, "close"):
                 result.close()
-            self.log.access(response, None, environ,
-                            datetime.timedelta(seconds=time.perf_counter() - started))
+        return response, time.perf_counter() - started
 
     def _client_gone(self, exc: OSError) -> None:
         if exc.errno in (errno.EPIPE, errno.ECONNRESET, errno.ENOTCONN):

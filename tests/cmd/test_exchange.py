@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import socket
 from urllib.parse import urlsplit
 
@@ -372,3 +373,52 @@ def test_a_generator_application_starts_its_response_late() -> None:
     answer, worker = _handled(app, b"GET / HTTP/1.1\r\n\r\n")
     assert answer.startswith(b"HTTP/1.1 201 Created") and answer.endswith(b"\r\n\r\nab")
     assert worker.log.lines == [("201 Created", 2)]
+
+
+def test_the_access_line_is_written_once_the_connection_is_closed() -> None:
+    # A client that reads to the end of the connection has its answer
+    # without waiting for the log.
+    closed_when_logged = []
+
+    def app(environ, start_response):
+        sock = environ["gunicorn.socket"]
+
+        class _Watch(_Log):
+            def access(self, resp, req, environ, request_time) -> None:
+                closed_when_logged.append(sock.fileno() == -1)
+                super().access(resp, req, environ, request_time)
+
+        worker.log = _Watch()
+        start_response("200 OK", [("Content-Length", "2")])
+        return [b"ok"]
+
+    worker = _worker(app)
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        with socket.create_connection(listener.getsockname(), timeout=10) as client:
+            client.sendall(b"GET / HTTP/1.1\r\n\r\n")
+            client.shutdown(socket.SHUT_WR)
+            conn, addr = listener.accept()
+            worker.handle(listener, conn, addr)
+    assert closed_when_logged == [True]
+    assert worker.log.lines == [("200 OK", 2)]
+
+
+def test_an_accepted_connection_is_blocking_and_not_inherited() -> None:
+    # What gunicorn's accept() made sure of with three system calls, which
+    # the worker's own accept() leaves to Python and Linux.
+    worker = _worker(None)
+    taken = []
+    worker.handle = lambda listener, client, addr: taken.append(client)
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        listener.setblocking(False)  # as gunicorn's listeners are
+        with socket.create_connection(listener.getsockname(), timeout=10):
+            worker.accept(listener)
+            client = taken[0]
+            assert client.gettimeout() is None and client.getblocking()
+            assert not client.get_inheritable()
+            assert os.get_blocking(client.fileno())
+            client.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import threading
 import time
 
 import pytest
@@ -75,4 +76,58 @@ def test_a_client_that_does_not_read_is_cut_off(pair) -> None:
         for _ in range(10_000):
             sock.sendall(b"x" * 65536)
     assert time.monotonic() - started < 2
+    assert sock.expired
+
+
+def test_a_request_already_there_is_read_without_a_timeout(pair) -> None:
+    # The common case takes the data without switching the socket to
+    # timeout mode (a mode change and a poll() per call).
+    server, client = pair
+    sock = DeadlineSocket(server, 1.0)
+    client.sendall(b"GET / HTTP/1.1\r\n\r\n")
+    assert sock.recv(100) == b"GET / HTTP/1.1\r\n\r\n"
+    assert server.gettimeout() is None
+    sock.sendall(b"HTTP/1.1 200 OK\r\n\r\n")
+    assert server.gettimeout() is None
+    assert client.recv(100) == b"HTTP/1.1 200 OK\r\n\r\n"
+
+
+def test_a_request_not_there_yet_waits_with_the_deadline(pair) -> None:
+    server, client = pair
+    sock = DeadlineSocket(server, 2.0)
+    threading.Timer(0.2, client.sendall, (b"late",)).start()
+    assert sock.recv(100) == b"late"
+    assert server.gettimeout() is not None and not sock.expired
+
+
+def test_a_response_larger_than_the_buffer_arrives_whole(pair) -> None:
+    # The first send takes what fits; the rest goes the timed way, in order.
+    server, client = pair
+    sock = DeadlineSocket(server, 5.0)
+    data = bytes(range(256)) * 40_000  # 10 MB: more than a socket buffer
+    received = bytearray()
+
+    def read() -> None:
+        while len(received) < len(data):
+            chunk = client.recv(1 << 20)
+            if not chunk:
+                break
+            received.extend(chunk)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    sock.sendall(data)
+    reader.join(10)
+    assert bytes(received) == data
+    assert not sock.expired
+
+
+def test_the_deadline_holds_while_data_keeps_arriving(pair) -> None:
+    # Reads that find data at once still count against the read deadline.
+    server, client = pair
+    sock = DeadlineSocket(server, 0.3)
+    client.sendall(b"x" * 1000)
+    assert sock.recv(1) == b"x"
+    time.sleep(0.4)
+    assert sock.recv(1) == b""
     assert sock.expired
