@@ -31,13 +31,8 @@ from bisect import bisect_left
 from collections.abc import Hashable, Iterable, Mapping
 
 from allotment.engine import kept
-from allotment.engine.snapshot import (
-    SHARES_TRAIT,
-    ProviderRecord,
-    Snapshot,
-    _InventoryMaps,
-    _limits_of,
-)
+from allotment.engine.inventory_maps import InventoryMaps, limits_of
+from allotment.engine.snapshot import SHARES_TRAIT, ProviderRecord, Snapshot
 
 _NO_AGGS: frozenset[str] = frozenset()
 
@@ -123,7 +118,7 @@ class LiveSnapshot(Snapshot):
         for value in (*self.traits, *self.aggregates):
             self._interned.setdefault(value, value)
         self._limits = {}
-        self._maps = _InventoryMaps()
+        self._maps = InventoryMaps()
         for inventory in self.inventory:
             key = tuple(inventory.items())
             for _, lim in key:
@@ -410,7 +405,7 @@ class LiveSnapshot(Snapshot):
         self.is_sharing[i] = SHARES_TRAIT in traits
         self._set_aggregates(i, self._intern(frozenset(rec.aggregates)))
         key = tuple((rc, self._limits.setdefault(lim, lim))
-                    for rc, lim in ((rc, _limits_of(inv))
+                    for rc, lim in ((rc, limits_of(inv))
                                     for rc, inv in rec.inventories.items()))
         self._set_inventory(i, self._maps[key])
         self._names[i] = rec.name

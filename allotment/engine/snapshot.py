@@ -45,10 +45,11 @@ overlay.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from itertools import chain, compress, islice, repeat, tee
-from operator import attrgetter, methodcaller
+from itertools import compress
+from operator import attrgetter
 from types import MappingProxyType
 
+from allotment.engine import inventory_maps
 from allotment.engine.forest import roots_and_depths
 from allotment.engine.records import (
     CAPACITY,
@@ -70,21 +71,9 @@ __all__ = ["CAPACITY", "MAX_UNIT", "MAX_UNIT_DEFAULT", "MIN_UNIT", "RATIO", "RES
            "SHARES_TRAIT", "STEP_SIZE", "TOTAL", "Inventory", "ProviderRecord", "Snapshot"]
 
 # Shared, never mutated: plain dicts keep the search's lookups fast.
-_NO_INVENTORY: Mapping[str, tuple] = {}
 _NO_TRAITS: frozenset[str] = frozenset()
 _NO_USAGE: Mapping[str, int] = MappingProxyType({})
 _by_uuid = attrgetter("uuid")
-_limits_of = attrgetter("capacity", "min_unit", "max_unit", "step_size",
-                        "total", "reserved", "allocation_ratio")
-_used_of = attrgetter("used")
-
-
-class _InventoryMaps(dict):
-    """One shared ``{rc: limits}`` dict per distinct tuple of (rc, limits) pairs."""
-
-    def __missing__(self, key: tuple) -> Mapping[str, tuple]:
-        value = self[key] = dict(key) if key else _NO_INVENTORY
-        return value
 
 
 class _Lazy:
@@ -229,28 +218,9 @@ class Snapshot:
                 if a:
                     by_aggs.setdefault(a, []).append(i)
 
-        # Inventories, flattened: one entry per (provider, resource class).
-        per_provider = field_of("inventories")
-        sizes = list(map(len, per_provider))
-        rcs = list(chain.from_iterable(per_provider))
-        invs = list(chain.from_iterable(map(methodcaller("values"), per_provider)))
-        # Duplicates are dropped as soon as they are looked up (tee hands the
-        # same tuple to both arguments), so building allocates next to
-        # nothing per provider and never wakes the garbage collector, which
-        # would otherwise walk every freshly loaded record again and again.
-        limits: dict[tuple, tuple] = {}
-        lims = list(map(limits.setdefault, *tee(map(_limits_of, invs))))
-        # Cut the flat (rc, limits) pairs back into one tuple per provider:
-        # each islice consumes exactly that provider's share of the pairs.
-        pairs = zip(rcs, lims, strict=True)
-        keys = map(tuple, map(islice, repeat(pairs), sizes))
-        inventory = in_uuid_order(list(map(_InventoryMaps().__getitem__, keys)))
-        used: dict[str, dict[str, int]] = {}
-        amounts = list(map(_used_of, invs))
-        if any(amounts):
-            owners = list(chain.from_iterable(map(repeat, given, sizes)))
-            for k in compress(range(len(amounts)), amounts):
-                used.setdefault(owners[k], {})[rcs[k]] = amounts[k]
+        # Inventories, one shared mapping per distinct set; usage apart.
+        maps, used = inventory_maps.flatten(field_of("inventories"), given)
+        inventory = in_uuid_order(maps)
 
         self = cls.__new__(cls)
         self.uuids = uuids
