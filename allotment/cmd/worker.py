@@ -228,6 +228,10 @@ class DeadlineSyncWorker(SyncWorker):
         try:
             environ = builder.build(request, conn, addr)
             response, seconds = self._serve(conn, addr, environ, request)
+        except OSError as exc:
+            # Reading the body or closing the answer found the client gone.
+            self._client_gone(exc)
+            return
         finally:
             exchange.close(client, util.close_graceful)
         # Logged once the connection is closed: a client reading to the end

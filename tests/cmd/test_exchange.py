@@ -375,6 +375,21 @@ def test_a_generator_application_starts_its_response_late() -> None:
     assert worker.log.lines == [("201 Created", 2)]
 
 
+def test_a_client_gone_when_the_answer_is_closed_does_not_stop_the_worker() -> None:
+    class _Answer(list):
+        def close(self) -> None:
+            raise ConnectionResetError(104, "Connection reset by peer")
+
+    def app(environ, start_response):
+        start_response("200 OK", [("Content-Length", "2")])
+        return _Answer([b"ok"])
+
+    answer, worker = _handled(app, b"GET / HTTP/1.1\r\n\r\n")
+    assert answer.endswith(b"\r\n\r\nok")
+    # Nothing raised out of handle(), and a reset client is not an error.
+    assert worker.log.errors == [] and worker.nr == 1
+
+
 def test_the_access_line_is_written_once_the_connection_is_closed() -> None:
     # A client that reads to the end of the connection has its answer
     # without waiting for the log.
