@@ -10,7 +10,8 @@ def test_a_tiny_run_prints_the_table(capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("| request (p50 ms) | back to back | sleep 15 ms")
     rows = {line.split(" | ")[0].lstrip("| ") for line in lines[2:]}
-    assert rows == {"GET /", "flat: in_tree=<one root>", "GET /resource_providers/{uuid}",
+    assert rows == {"bare socket loop (no HTTP server)", "GET /", "flat: in_tree=<one root>",
+                    "GET /resource_providers/{uuid}",
                     "GET /resource_providers/{uuid}/usages",
                     "GET /resource_providers?in_tree=<root>"}
     for line in lines[2:]:
