@@ -76,7 +76,7 @@ def run_world(backend: str, shape: str, hosts: int, args, pg_url: str | None,
             # One unmeasured round each: first-use costs are not the steady state.
             measure.alternate(clients, query.path, 1, args.budget)
             section.reads[query.label] = measure.alternate(
-                clients, query.path, args.repeat, args.budget)
+                clients, query.path, args.repeat, args.budget, fill=args.fill)
             print(f"   {query.label}: " + report.pair(section.reads[query.label]),
                   file=sys.stderr, flush=True)
         if shape in args.churn_shapes:
@@ -106,6 +106,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--budget", type=float, default=30.0,
                         help="seconds of one service's time per scenario at most")
+    parser.add_argument("--fill", type=float, default=2.0,
+                        help="seconds both services' reads of a scenario may take before"
+                             " sampling stops past --repeat rounds (up to 101)")
     parser.add_argument("--timeout", type=float, default=120.0,
                         help="a read taking longer is reported as timed out")
     parser.add_argument("--workers", type=int, default=2)
@@ -119,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, help="also write the report here")
     args = parser.parse_args(argv)
     if args.quick:
-        args.hosts, args.repeat, args.budget = [20], 3, 5.0
+        args.hosts, args.repeat, args.budget, args.fill = [20], 3, 5.0, 0.2
         args.churn_seconds, args.claim_seconds = 1.0, 1.0
     out = report.Report(" ".join(["scripts/benchmark", *(argv if argv is not None
                                                          else sys.argv[1:])]))

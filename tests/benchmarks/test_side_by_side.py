@@ -7,7 +7,7 @@ import math
 import pytest
 
 from benchmarks.side_by_side import __main__ as bench
-from benchmarks.side_by_side import report, worlds
+from benchmarks.side_by_side import measure, report, worlds
 from benchmarks.side_by_side.measure import Timing
 
 
@@ -63,6 +63,32 @@ def test_report_summarises_candidates_but_not_listings():
     # Geometric mean of 20x and 9x; the listing (1x) is not a candidates query.
     assert "geometric mean speed-up 13.4x, lowest 9.0x over 2 scenarios" in text
     assert "| flat: q |  | 40.0 | 2.0 | 20.0x |" in text
+
+
+class _Fixed:
+    """A service answering every read in a fixed number of seconds."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds, self.asked = seconds, 0
+
+    def request(self, method: str, path: str):
+        self.asked += 1
+        return 200, b'{"resource_providers": []}', self.seconds
+
+
+def test_fast_scenarios_are_sampled_past_repeat_until_the_fill_time():
+    fast = {"upstream": _Fixed(0.004), "allotment": _Fixed(0.001)}
+    got = measure.alternate(fast, "/", repeat=11, budget=30.0, fill=0.1)
+    # 20 rounds of 5 ms reach the 0.1 s fill; both services alike.
+    assert [len(t.samples) for t in got.values()] == [20, 20]
+    got = measure.alternate(fast, "/", repeat=11, budget=30.0, fill=10.0, most=50)
+    assert [len(t.samples) for t in got.values()] == [50, 50]
+    slow = {"upstream": _Fixed(0.5), "allotment": _Fixed(0.01)}
+    got = measure.alternate(slow, "/", repeat=11, budget=30.0, fill=2.0)
+    assert [len(t.samples) for t in got.values()] == [11, 11]
+    # Without a fill time, exactly repeat rounds, as before.
+    got = measure.alternate(fast, "/", repeat=7, budget=30.0)
+    assert [len(t.samples) for t in got.values()] == [7, 7]
 
 
 @pytest.mark.slow
