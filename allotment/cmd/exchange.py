@@ -43,7 +43,8 @@ _SINGLE = {"CONTENT-LENGTH", "CONTENT-TYPE", "HOST"}
 #: Statuses whose responses never carry a body.
 _BODILESS = ("1", "204", "304")
 _HEADER_BUFFER = 65536
-_DONTWAIT = getattr(socket, "MSG_DONTWAIT", 0)
+#: The flag that makes one socket call not wait (0 where there is none).
+DONTWAIT = getattr(socket, "MSG_DONTWAIT", 0)
 
 
 class Request:
@@ -264,15 +265,20 @@ def send(sock: Any, request: Request, response: Response, body: Iterable[bytes])
             response.sent += len(chunk)
 
 
+def untimed(sock: socket.socket) -> bool:
+    """Whether ``sock`` is still blocking with no timeout set: a call on it
+    with ``DONTWAIT`` does not wait, and Python makes no poll() before it."""
+    return bool(DONTWAIT) and sock.gettimeout() is None
+
+
 def close(sock: socket.socket, linger: Callable[[Any], None]) -> None:
     """Close at once when the client sent nothing more; otherwise ``linger``
     (gunicorn's graceful close), so unread bytes do not reset the connection
     before the client has read the answer.  ``sock`` is the plain socket."""
     try:
-        if _DONTWAIT and sock.gettimeout() is None:
-            # Still blocking without a timeout: a look that does not wait
-            # needs no change of mode first.
-            pending = sock.recv(1, socket.MSG_PEEK | _DONTWAIT)
+        if untimed(sock):
+            # A look that does not wait needs no change of mode first.
+            pending = sock.recv(1, socket.MSG_PEEK | DONTWAIT)
         else:
             sock.setblocking(False)
             pending = sock.recv(1, socket.MSG_PEEK)

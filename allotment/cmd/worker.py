@@ -28,7 +28,6 @@ from gunicorn.workers.sync import StopWaiting, SyncWorker
 from allotment import errors
 from allotment.cmd import exchange
 
-_DONTWAIT = getattr(socket, "MSG_DONTWAIT", 0)
 # Linux's accept() does not pass a listener's O_NONBLOCK on to the accepted
 # socket (BSDs do): there it is blocking already, and gunicorn's call to make
 # it so is a system call that changes nothing.
@@ -66,11 +65,6 @@ class DeadlineSocket:
             with contextlib.suppress(OSError):
                 self._sock.shutdown(socket.SHUT_RDWR)
 
-    def _untimed(self) -> bool:
-        # Still blocking with no timeout set: a call with MSG_DONTWAIT does
-        # not wait, and Python makes no poll() call before it.
-        return bool(_DONTWAIT) and self._sock.gettimeout() is None
-
     def recv(self, size: int, *flags: int) -> bytes:
         if self._unread:
             data, self._unread = self._unread[:size], self._unread[size:]
@@ -80,12 +74,12 @@ class DeadlineSocket:
             self._expire()
         if self.expired:
             return b""
-        if self._untimed():
+        if exchange.untimed(self._sock):
             # The request has mostly arrived by the time its connection is
             # accepted: take what is there without setting a timeout and
             # polling first (two system calls on every request).
             try:
-                return self._sock.recv(size, _DONTWAIT | (flags[0] if flags else 0))
+                return self._sock.recv(size, exchange.DONTWAIT | (flags[0] if flags else 0))
             except BlockingIOError:
                 pass
         self._sock.settimeout(remaining)
@@ -118,12 +112,12 @@ class DeadlineSocket:
         return self._write("send", data, *flags)
 
     def sendall(self, data: bytes, *flags: int) -> None:
-        if not flags and self._untimed():
+        if not flags and exchange.untimed(self._sock):
             # Most responses fit in the socket's buffer: one send that does
             # not wait, and the timed path only for what did not fit.
             self._write_time()
             try:
-                sent = self._sock.send(data, _DONTWAIT)
+                sent = self._sock.send(data, exchange.DONTWAIT)
             except BlockingIOError:
                 sent = 0
             if sent == len(data):
