@@ -17,6 +17,9 @@ goes through SQLAlchemy as before, and what it learns there (the SQL as
 SQLAlchemy sent it, the names of the columns) is reused.  Everything else,
 and every other backend, goes through ``Connection.execute``.
 
+Statements that one caller needs together (:func:`together`) go to the
+server in one round trip there, through psycopg's pipeline mode.
+
 A driver error is raised as the same SQLAlchemy exception the ordinary path
 raises, and a lost connection is invalidated the same way, so
 storage/faults.py answers for it unchanged.
@@ -24,7 +27,8 @@ storage/faults.py answers for it unchanged.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import functools
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -81,15 +85,25 @@ class _Row(tuple):
 
 
 class _Plan:
-    __slots__ = ("compiled", "row_type", "sql")
+    __slots__ = ("arrays", "compiled", "row_type", "sql")
 
-    def __init__(self, compiled: Any, sql: str, keys: list[str] | None) -> None:
+    def __init__(self, compiled: Any, sql: str, keys: list[str] | None,
+                 arrays: tuple[str, ...] = ()) -> None:
         self.compiled = compiled
         self.sql = sql
+        # Array parameters, whose only processing is "make it a list".
+        self.arrays = arrays
         self.row_type = None
         if keys is not None:
             self.row_type = type("Row", (_Row,), {
                 "__slots__": (), "_index": {k: i for i, k in enumerate(keys)}})
+
+    def bind(self, params: Mapping[str, Any] | None) -> dict[str, Any]:
+        bound = self.compiled.construct_params(params)
+        for name in self.arrays:
+            if bound[name] is not None:
+                bound[name] = list(bound[name])
+        return bound
 
 
 def _eligible(conn: Connection) -> bool:
@@ -108,10 +122,15 @@ def _learn(conn: Connection, result: Any) -> _Plan | None:
     if compiled is None or context.executemany:
         return None
     dialect = conn.dialect
-    for bind in compiled.binds.values():
-        if (bind.expanding or bind.literal_execute
-                or bind.type.dialect_impl(dialect).bind_processor(dialect) is not None):
+    arrays: list[str] = []
+    for name, bind in compiled.binds.items():
+        if bind.expanding or bind.literal_execute:
             return None
+        if bind.type.dialect_impl(dialect).bind_processor(dialect) is None:
+            continue
+        if not _plain_array(bind.type, dialect):
+            return None
+        arrays.append(name)
     keys = None
     columns = list(getattr(compiled.statement, "exported_columns", ()))
     # An INSERT that returns nothing to its caller may still return the new
@@ -127,7 +146,14 @@ def _learn(conn: Connection, result: Any) -> _Plan | None:
             impl = column.type.dialect_impl(dialect)
             if impl.result_processor(dialect, type_code) is not None:
                 return None
-    return _Plan(compiled, context.statement, keys)
+    return _Plan(compiled, context.statement, keys, tuple(arrays))
+
+
+def _plain_array(type_: Any, dialect: Any) -> bool:
+    """An array of values the driver takes as they are: SQLAlchemy's only
+    processing of it makes the sequence a list (see _Plan.bind)."""
+    return (isinstance(type_, sa.ARRAY) and getattr(type_, "dimensions", None) in (None, 1)
+            and type_.item_type.dialect_impl(dialect).bind_processor(dialect) is None)
 
 
 def _cursor(conn: Connection):
@@ -170,7 +196,7 @@ def execute(conn: Connection, statement: sa.Executable,
         return result
     if plan is None:
         return conn.execute(statement, params)
-    bound = plan.compiled.construct_params(params)
+    bound = plan.bind(params)
     cursor = _cursor(conn)
     try:
         cursor.execute(plan.sql, bound)
@@ -179,6 +205,53 @@ def execute(conn: Connection, statement: sa.Executable,
         _raise_as_sqlalchemy(conn, exc, plan.sql, bound, cursor)
     make = plan.row_type
     return Rows([make(row) for row in rows], cursor.rowcount)
+
+
+def together(conn: Connection,
+             statements: Sequence[tuple[sa.Executable, Mapping[str, Any]]]) -> list[list]:
+    """The rows of each of ``statements``, in order, as ``execute`` gives them.
+
+    On PostgreSQL with psycopg they go in one round trip (psycopg's
+    pipeline mode), BEGIN included when they open the transaction: a
+    process catching up after a write reads the feed and the trees it names
+    together instead of in six round trips.  Each statement must have run
+    once through ``execute`` with the same parameter names (which learns
+    how); until then, and on every other backend, they run one by one.
+    """
+    plans = [_PLANS.get((statement, tuple(params) if params else ()), _UNKNOWN)
+             for statement, params in statements]
+    if (len(statements) < 2 or not _eligible(conn) or not _pipeline_supported()
+            or any(plan is _UNKNOWN or plan is None for plan in plans)):
+        return [list(execute(conn, statement, params)) for statement, params in statements]
+    driver = conn.connection.driver_connection
+    cursors: list = []
+    sent = None
+    try:
+        with driver.pipeline():
+            for plan, (_statement, params) in zip(plans, statements, strict=True):
+                sent = (plan.sql, plan.bind(params))
+                cursor = driver.cursor()
+                cursors.append(cursor)
+                cursor.execute(*sent)
+        # Leaving the pipeline waited for every result.
+        return [[plan.row_type(row) for row in cursor.fetchall()]
+                if plan.row_type is not None else []
+                for plan, cursor in zip(plans, cursors, strict=True)]
+    except conn.dialect.loaded_dbapi.Error as exc:
+        # The error names no statement: the last one sent stands for them.
+        sql, bound = sent if sent is not None else ("", {})
+        _raise_as_sqlalchemy(conn, exc, sql, bound, cursors[-1] if cursors else None)
+    finally:
+        for cursor in cursors:
+            cursor.close()
+
+
+@functools.cache
+def _pipeline_supported() -> bool:
+    """psycopg's pipeline mode needs libpq 14 or later."""
+    import psycopg
+
+    return bool(psycopg.Pipeline.is_supported())
 
 
 def _raise_as_sqlalchemy(conn: Connection, exc: Exception, sql: str,
