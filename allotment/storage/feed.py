@@ -239,14 +239,33 @@ _HEAD = sa.select(sa.func.max(TABLE.c.id))
 _PRUNED = sa.select(placement_feed_state.c.pruned_below).where(_STATE)
 
 
+# On PostgreSQL the ids go as one array, so that the statement can go to the
+# server together with others (see direct.together).
+_AFTER_OR_PG = sa.select(TABLE.c.id, TABLE.c.data).where(
+    sa.or_(TABLE.c.id > sa.bindparam("after"),
+           TABLE.c.id == sa.any_(sa.bindparam("ids", type_=sa.ARRAY(sa.BigInteger))))
+).order_by(TABLE.c.id)
+
+
+def query(conn: Connection, after: int, also: Iterable[int] = ()) -> tuple[sa.Select, dict]:
+    """The statement :func:`read` runs, with its parameters; :func:`entries`
+    reads its rows."""
+    also = sorted(also)
+    if not also:
+        return _AFTER, {"after": after}
+    if conn.dialect.name == "postgresql":
+        return _AFTER_OR_PG, {"after": after, "ids": also}
+    return _AFTER_OR, {"after": after, "ids": also}
+
+
+def entries(rows: Iterable) -> list[Entry]:
+    return [_entry(i, text) for i, text in rows]
+
+
 def read(conn: Connection, after: int, also: Iterable[int] = ()) -> list[Entry]:
     """Rows with ids above ``after`` plus those among ``also``, in id order."""
-    also = sorted(also)
-    if also:
-        rows = conn.execute(_AFTER_OR, {"after": after, "ids": also})
-    else:
-        rows = conn.execute(_AFTER, {"after": after})
-    return [_entry(i, text) for i, text in rows]
+    statement, params = query(conn, after, also)
+    return entries(direct.execute(conn, statement, params))
 
 
 def read_ids(conn: Connection, ids: Iterable[int]) -> list[Entry]:

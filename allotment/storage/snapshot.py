@@ -2,7 +2,8 @@
 
 :func:`load` reads providers with their inventories, traits and aggregates
 -- every provider, or only the trees with some roots, which is how a process
-catches up with the trees the change feed says changed.  :func:`usage`
+catches up with the trees the change feed says changed (on PostgreSQL its
+statements go to the server together, see ``direct.together``).  :func:`usage`
 reads what is allocated, once, when a process loads everything; afterwards
 usage moves by the feed's deltas.  The results are plain data; the world
 model (``allotment.world``) turns them into the engine's snapshot.
@@ -15,6 +16,7 @@ from collections.abc import Iterable
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from allotment.storage import direct
 from allotment.storage.tables import (
     allocations,
     inventories,
@@ -55,14 +57,32 @@ _AGGREGATES = (
           placement_aggregates.c.id == resource_provider_aggregates.c.aggregate_id))
 
 
-def _in_trees(query: sa.Select, provider_column: sa.Column) -> sa.Select:
-    return query.join(_RP, _RP.c.id == provider_column).where(_IN_TREES)
+def _in_trees(query: sa.Select, provider_column: sa.Column,
+              in_trees: sa.ColumnElement[bool]) -> sa.Select:
+    return query.join(_RP, _RP.c.id == provider_column).where(in_trees)
 
 
-_TREE_PROVIDERS = _PROVIDERS.where(_IN_TREES)
-_TREE_INVENTORIES = _in_trees(_INVENTORIES, inventories.c.resource_provider_id)
-_TREE_TRAITS = _in_trees(_TRAITS, resource_provider_traits.c.resource_provider_id)
-_TREE_AGGREGATES = _in_trees(_AGGREGATES, resource_provider_aggregates.c.resource_provider_id)
+def _tree_queries(in_trees: sa.ColumnElement[bool]) -> tuple[sa.Select, ...]:
+    return (_PROVIDERS.where(in_trees),
+            _in_trees(_INVENTORIES, inventories.c.resource_provider_id, in_trees),
+            _in_trees(_TRAITS, resource_provider_traits.c.resource_provider_id, in_trees),
+            _in_trees(_AGGREGATES, resource_provider_aggregates.c.resource_provider_id,
+                      in_trees))
+
+
+_TREE_QUERIES = _tree_queries(_IN_TREES)
+# On PostgreSQL the roots go as one array: the statement's text is the same
+# whatever their number (so it stays prepared), and the four statements can
+# go to the server together (see direct.together).
+_TREE_QUERIES_PG = _tree_queries(
+    _RP.c.root_provider_id == sa.any_(sa.bindparam("roots", type_=sa.ARRAY(sa.Integer))))
+# A few trees (one host's write, the usual case) are read one by one, by
+# equality: PostgreSQL plans a prepared "= ANY($1)" anew on every run (its
+# generic plan guesses ten elements, which never looks as cheap as a custom
+# one), but settles on one plan for "= $1" after a few runs; planning these
+# statements costs several times more than running them for one tree.
+_TREE_QUERIES_PG_ONE = _tree_queries(_RP.c.root_provider_id == sa.bindparam("root"))
+ONE_BY_ONE_MAX = 8
 
 
 # Ids bound into one IN list at most: SQLite takes at most 32,766 bound
@@ -74,6 +94,26 @@ IN_LIST_MAX = 10_000
 def _batches(ids: Iterable[int]) -> list[list[int]]:
     ordered = sorted(set(ids))
     return [ordered[i:i + IN_LIST_MAX] for i in range(0, len(ordered), IN_LIST_MAX)]
+
+
+def tree_queries(conn: Connection, root_ids: Iterable[int]) -> list[tuple[sa.Select, dict]]:
+    """The statements (with their parameters) that read the trees with
+    these roots; :func:`assemble` makes their rows what :func:`load` returns."""
+    if conn.dialect.name == "postgresql":
+        roots = sorted(set(root_ids))
+        if len(roots) <= ONE_BY_ONE_MAX:
+            return [(query, {"root": root}) for root in roots for query in _TREE_QUERIES_PG_ONE]
+        return [(query, {"roots": roots}) for query in _TREE_QUERIES_PG]
+    return [(query, {"roots": roots}) for roots in _batches(root_ids) for query in _TREE_QUERIES]
+
+
+def assemble(results: list) -> dict[int, dict]:
+    """The trees read by :func:`tree_queries`' statements, from their rows."""
+    world: dict[int, dict] = {}
+    for k in range(0, len(results), len(_TREE_QUERIES)):
+        # Trees do not share providers: the batches' worlds are disjoint.
+        world.update(_assemble(*results[k:k + len(_TREE_QUERIES)]))
+    return world
 
 
 def load(conn: Connection, root_ids: Iterable[int] | None = None) -> dict[int, dict]:
@@ -89,31 +129,25 @@ def load(conn: Connection, root_ids: Iterable[int] | None = None) -> dict[int, d
     measurable share of a full load.
     """
     if root_ids is None:
-        return _load(conn, (_PROVIDERS, _INVENTORIES, _TRAITS, _AGGREGATES), {})
-    world: dict[int, dict] = {}
-    for roots in _batches(root_ids):
-        # Trees do not share providers: the batches' worlds are disjoint.
-        world.update(_load(conn, (_TREE_PROVIDERS, _TREE_INVENTORIES, _TREE_TRAITS,
-                                  _TREE_AGGREGATES), {"roots": roots}))
-    return world
+        return _assemble(*(conn.execute(query)
+                           for query in (_PROVIDERS, _INVENTORIES, _TRAITS, _AGGREGATES)))
+    return assemble(direct.together(conn, tree_queries(conn, root_ids)))
 
 
-def _load(conn: Connection, queries: tuple, params: dict) -> dict[int, dict]:
-    providers_q, inventories_q, traits_q, aggregates_q = queries
+def _assemble(providers_rows, inventories_rows, traits_rows, aggregates_rows
+              ) -> dict[int, dict]:
     world: dict[int, dict] = {
         pid: {"uuid": uuid, "name": name, "generation": generation,
               "parent_uuid": parent_uuid, "root_uuid": root_uuid, "root_id": root_id,
               "created_at": created_at, "updated_at": updated_at,
               "inventories": {}, "traits": set(), "aggregates": set()}
         for pid, uuid, name, generation, parent_uuid, root_uuid, root_id, created_at,
-        updated_at in conn.execute(providers_q, params)}
-    if not world:
-        return world
-    for pid, rc, *fields in conn.execute(inventories_q, params):
+        updated_at in providers_rows}
+    for pid, rc, *fields in inventories_rows:
         world[pid]["inventories"][rc] = tuple(fields)
-    for pid, name in conn.execute(traits_q, params):
+    for pid, name in traits_rows:
         world[pid]["traits"].add(name)
-    for pid, agg in conn.execute(aggregates_q, params):
+    for pid, agg in aggregates_rows:
         world[pid]["aggregates"].add(agg)
     return world
 

@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from allotment.storage import feed
+from allotment.storage import catch_up, feed
 from allotment.storage import snapshot as store
 from allotment.storage.db import Database
 from allotment.world.model import Names, World
@@ -113,11 +113,13 @@ class Replica:
                 self.rebuild()
             elif any(e.roots or e.names or e.reset for e in entries):
                 # Trees must be read in the snapshot the entries were read
-                # in: read again there (a few more may have come).
+                # in: read again there (a few more may have come), together
+                # with the trees these entries name.
+                roots = {r for e in entries for r in e.roots}
                 with self.db.read() as conn:
-                    entries = feed.read(conn, self.head, self.gaps)
-                    if self._account(conn, entries):
-                        self.apply(entries, conn)
+                    entries, loaded = catch_up.read(conn, self.head, self.gaps, roots)
+                    if entries and self._account(conn, entries):
+                        self.apply(entries, conn, (roots, loaded))
                         return
                 self.rebuild()
             else:
@@ -218,13 +220,16 @@ class Replica:
                              for i in range(max(pruned, 1), self.head) if i not in present}
             self.rebuilds += 1
 
-    def apply(self, entries: list[feed.Entry], conn) -> None:
+    def apply(self, entries: list[feed.Entry], conn,
+              read: tuple[set[int], dict[int, dict]] | None = None) -> None:
         """Bring the world up to date with ``entries`` (any order).
 
         Trees and names the entries name are read through ``conn``, which
         must be in the snapshot the entries were read in: the world then
         equals the database as of that snapshot (rows still to come and
-        their changes included alike).
+        their changes included alike).  ``read`` is ``(roots, trees)``
+        already read in that snapshot; those trees are taken as they are,
+        whether the entries name them or not.
         """
         world = self.world
         if any(e.reset for e in entries):
@@ -235,6 +240,7 @@ class Replica:
         for e in entries:
             roots.update(e.roots)
             names_changed = names_changed or e.names
+        read_roots, loaded = read if read is not None else (set(), {})
         # Providers new to the world are read whole, usage and generation
         # included.  Notes about their ids are skipped: an id freed by a
         # deleted provider may be given to a new one (SQLite reuses the
@@ -243,7 +249,10 @@ class Replica:
         if roots or names_changed:
             names = (Names(store.class_names(conn), store.trait_ids(conn))
                      if names_changed else world.names)
-            loaded = store.load(conn, roots) if roots else {}
+            if roots - read_roots:
+                # Trees are disjoint: the two reads do not overlap.
+                loaded = {**loaded, **store.load(conn, roots - read_roots)}
+            roots |= read_roots
             if names.renames_classes_of(world.names):
                 # Inventories and usage are kept by class name.
                 self.rebuild()

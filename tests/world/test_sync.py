@@ -252,6 +252,41 @@ def test_a_pruned_feed_makes_a_lagging_reader_reload(db):
     assert replica.rebuilds == 2
 
 
+def test_a_tree_named_only_by_a_row_committed_between_the_reads_is_read_too(
+        db, processes, monkeypatch):
+    """The feed is read once to see what changed, then again in the snapshot
+    the trees are read in, together with the trees the first read named: a
+    tree named only by a row that came in between is read in that snapshot."""
+    from allotment.world import sync
+
+    replica = Replica(db)
+    first = provider_service.create_provider(db, name="first")
+    second = provider_service.create_provider(db, name="second")
+    replica.catch_up()
+    inventory_service.replace_inventories(db, first.uuid, 0, {"VCPU": {"total": 4}},
+                                          reserved_may_equal_total=False)
+    real = sync.catch_up.read
+    asked: list[set[int]] = []
+
+    def a_write_comes_first(conn, after, also, root_ids):
+        asked.append(set(root_ids))
+        inventory_service.replace_inventories(processes[0], second.uuid, 0,
+                                              {"VCPU": {"total": 2}},
+                                              reserved_may_equal_total=False)
+        return real(conn, after, also, root_ids)
+
+    monkeypatch.setattr(sync.catch_up, "read", a_write_comes_first)
+    with replica.current() as world:
+        assert world.snapshot.resources_of(first.uuid) == {"VCPU": (4, 0)}
+        assert world.snapshot.resources_of(second.uuid) == {"VCPU": (2, 0)}
+        assert world.snapshot.get(second.uuid).generation == 1
+    assert asked == [{first.id}]
+    fresh = Replica(db)
+    fresh.rebuild()
+    assert state(replica.world) == state(fresh.world)
+    assert replica.rebuilds == 1
+
+
 def test_a_change_committing_after_a_later_one_is_not_lost(db, processes, monkeypatch):
     """Out-of-order commits: row 12 visible before row 11 commits."""
     from allotment.storage import feed
