@@ -86,8 +86,8 @@ def run_world(backend: str, shape: str, hosts: int, args, pg_url: str | None,
                                           args.budget)[name]
                 churned, writes = measure.under_churn(clients[name], world, path,
                                                       args.churn_seconds)
-                first = measure.first_after_write(clients[name], world, path,
-                                                  max(3, args.repeat // 2))
+                # As many rounds as the quiet median it is compared with.
+                first = measure.first_after_write(clients[name], world, path, args.repeat)
                 section.churn[name] = (quiet, churned, first, writes)
         if shape in args.claim_shapes:
             for name in NAMES:
