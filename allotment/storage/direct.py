@@ -98,6 +98,13 @@ class _Plan:
             self.row_type = type("Row", (_Row,), {
                 "__slots__": (), "_index": {k: i for i, k in enumerate(keys)}})
 
+    def rows(self, cursor: Any) -> list:
+        """The rows of this statement's result on ``cursor``, as rows."""
+        if self.row_type is None:
+            return []
+        make = self.row_type
+        return [make(row) for row in cursor.fetchall()]
+
     def bind(self, params: Mapping[str, Any] | None) -> dict[str, Any]:
         bound = self.compiled.construct_params(params)
         for name in self.arrays:
@@ -152,7 +159,7 @@ def _learn(conn: Connection, result: Any) -> _Plan | None:
 def _plain_array(type_: Any, dialect: Any) -> bool:
     """An array of values the driver takes as they are: SQLAlchemy's only
     processing of it makes the sequence a list (see _Plan.bind)."""
-    return (isinstance(type_, sa.ARRAY) and getattr(type_, "dimensions", None) in (None, 1)
+    return (isinstance(type_, sa.ARRAY) and type_.dimensions in (None, 1)
             and type_.item_type.dialect_impl(dialect).bind_processor(dialect) is None)
 
 
@@ -183,7 +190,7 @@ def execute(conn: Connection, statement: sa.Executable,
         params = params[0]
     if not _eligible(conn):
         return conn.execute(statement, params)
-    key = (statement, tuple(params) if params else ())
+    key = _key(statement, params)
     plan = _PLANS.get(key, _UNKNOWN)
     if plan is _UNKNOWN:
         result = conn.execute(statement, params)
@@ -200,11 +207,15 @@ def execute(conn: Connection, statement: sa.Executable,
     cursor = _cursor(conn)
     try:
         cursor.execute(plan.sql, bound)
-        rows = cursor.fetchall() if plan.row_type is not None else []
+        rows = plan.rows(cursor)
     except conn.dialect.loaded_dbapi.Error as exc:
         _raise_as_sqlalchemy(conn, exc, plan.sql, bound, cursor)
-    make = plan.row_type
-    return Rows([make(row) for row in rows], cursor.rowcount)
+    return Rows(rows, cursor.rowcount)
+
+
+def _key(statement: sa.Executable, params: Mapping[str, Any] | None) -> tuple:
+    """What a plan is kept under: the statement and its parameters' names."""
+    return (statement, tuple(params) if params else ())
 
 
 def together(conn: Connection,
@@ -218,8 +229,7 @@ def together(conn: Connection,
     once through ``execute`` with the same parameter names (which learns
     how); until then, and on every other backend, they run one by one.
     """
-    plans = [_PLANS.get((statement, tuple(params) if params else ()), _UNKNOWN)
-             for statement, params in statements]
+    plans = [_PLANS.get(_key(statement, params), _UNKNOWN) for statement, params in statements]
     if (len(statements) < 2 or not _eligible(conn) or not _pipeline_supported()
             or any(plan is _UNKNOWN or plan is None for plan in plans)):
         return [list(execute(conn, statement, params)) for statement, params in statements]
@@ -234,9 +244,7 @@ def together(conn: Connection,
                 cursors.append(cursor)
                 cursor.execute(*sent)
         # Leaving the pipeline waited for every result.
-        return [[plan.row_type(row) for row in cursor.fetchall()]
-                if plan.row_type is not None else []
-                for plan, cursor in zip(plans, cursors, strict=True)]
+        return [plan.rows(cursor) for plan, cursor in zip(plans, cursors, strict=True)]
     except conn.dialect.loaded_dbapi.Error as exc:
         # The error names no statement: the last one sent stands for them.
         sql, bound = sent if sent is not None else ("", {})
