@@ -16,8 +16,8 @@ from pathlib import Path
 
 VERSION = "16.0.0"
 # What upstream needs beyond its own requirements to serve as we run it:
-# a WSGI server and the PostgreSQL driver its oslo.db expects.
-_EXTRAS = ("gunicorn", "psycopg2-binary")
+# a WSGI server and the PostgreSQL and MySQL drivers its oslo.db expects.
+_EXTRAS = ("gunicorn", "psycopg2-binary", "PyMySQL")
 _ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -27,7 +27,8 @@ def venv_path() -> Path:
 
 def _installed(venv: Path) -> bool:
     marker = venv / f".placement-{VERSION}"
-    return marker.exists() and (venv / "bin" / "gunicorn").exists()
+    return (marker.exists() and (venv / "bin" / "gunicorn").exists()
+            and any(venv.glob("lib/python*/site-packages/pymysql")))
 
 
 def ensure_venv() -> Path:
