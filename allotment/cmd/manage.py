@@ -79,7 +79,12 @@ def _hand_back(database: db_mod.Database) -> int:
 
 
 def _interrupted(what: str, exc: Exception) -> str:
-    return (f"allotment-manage: '{what}' stopped: {type(exc).__name__}: {exc}\n"
+    hint = ""
+    if "1419" in str(exc) or "SUPER privilege" in str(exc):
+        hint = ("MySQL with binary logging lets only SUPER create triggers: set "
+                "log_bin_trust_function_creators = 1 on the server (or grant SUPER), "
+                "and grant TRIGGER on Placement's database.\n")
+    return (f"allotment-manage: '{what}' stopped: {type(exc).__name__}: {exc}\n{hint}"
             "Placement's data is intact: on PostgreSQL and SQLite nothing of this run "
             "was kept; on MySQL the steps done so far are allotment's own additions, and "
             f"running '{what}' again once the cause is fixed finishes the job.")

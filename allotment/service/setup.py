@@ -39,6 +39,11 @@ def prepare_database(db: Database, conf) -> None:
         raise errors.ServiceUnavailable(
             "The database schema is not up to date: run "
             "'allotment-manage db sync'.")
+    with db.engine.connect() as conn:
+        if not migration.triggers_complete(conn):
+            raise errors.ServiceUnavailable(
+                "The triggers that report other programs' writes to allotment are "
+                "missing: run 'allotment-manage db sync'.")
     sync_standards(db)
 
 

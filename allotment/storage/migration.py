@@ -30,7 +30,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Engine
 
-from allotment.storage import tables
+from allotment.storage import foreign, tables
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 # Upstream Placement's last revision, which allotment's schema builds on.
@@ -164,6 +164,17 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
     elif found.empty:
         command.upgrade(alembic_config(engine, upstream=True), UPSTREAM_HEAD)
     command.upgrade(alembic_config(engine), revision)
+    with engine.begin() as conn:
+        if not triggers_complete(conn):
+            # Gone since (a hand-back that stopped part way on MySQL, a
+            # restore that left them out): without them other writers'
+            # changes would never reach the world.
+            foreign.install(conn)
+
+
+def triggers_complete(conn) -> bool:
+    """Whether every trigger reporting other writers is in place."""
+    return foreign.installed(conn) >= {name for name, _, _ in foreign.all_triggers()}
 
 
 def hand_back(engine: Engine) -> None:

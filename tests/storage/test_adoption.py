@@ -7,7 +7,10 @@ tests/harness/upstream.py), on every backend the suite runs on.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import uuid
+from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -330,3 +333,72 @@ def world_view(world) -> tuple:
             for u, by_rc in world.snapshot.used.items()}
     return (sorted(world.uuid_of_id.items()), {u: r for u, r in used.items() if r},
             sorted((r.uuid, r.name, r.generation) for r in world.snapshot.providers))
+
+
+def _limited_url(url: str, backend: str) -> str:
+    """The same database as a user that may read and write rows but not
+    change the schema (as some deployments give the service)."""
+    name = f"limited_{uuid.uuid4().hex[:8]}"
+    parsed = sa.engine.make_url(db_mod.normalise_url(url))
+    engine = plain_engine(url)
+    with engine.begin() as conn:
+        if backend == "postgresql":
+            conn.exec_driver_sql(f"CREATE ROLE {name} LOGIN")
+            conn.exec_driver_sql(f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES "
+                                 f"IN SCHEMA public TO {name}")
+            conn.exec_driver_sql(f"REVOKE CREATE ON SCHEMA public FROM {name}, PUBLIC")
+        else:
+            conn.exec_driver_sql(f"CREATE USER '{name}'@'127.0.0.1'")
+            conn.exec_driver_sql(f"GRANT SELECT, INSERT, UPDATE, DELETE ON "
+                                 f"`{parsed.database}`.* TO '{name}'@'127.0.0.1'")
+    engine.dispose()
+    return parsed.set(username=name, password=None).render_as_string(hide_password=False)
+
+
+@pytest.mark.parametrize("backend_name", [b for b in BACKENDS if b != "sqlite"])
+def test_a_missing_privilege_is_said_and_leaves_the_data(backend_name, tmp_path):
+    (tmp_path / "db").mkdir()
+    url = backends.create_database(backend_name, tmp_path / "db")
+    try:
+        upstream_manage(url, tmp_path / "upstream", "db", "sync")
+        fill(url)
+        before, shape = dump(url), schema(url)
+        conf = tmp_path / "placement.conf"
+        conf.write_text(f"[placement_database]\nconnection = "
+                        f"{_limited_url(url, backend_name)}\n")
+        done = subprocess.run([str(Path(sys.executable).with_name("allotment-manage")),
+                               "--config-file", str(conf), "db", "sync"],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode != 0
+        assert "Placement's data is intact" in done.stderr
+        assert "denied" in done.stderr.lower()
+        assert (dump(url), schema(url)) == (before, shape)
+        engine = plain_engine(url)
+        assert migration.state(engine).own is None
+        engine.dispose()
+    finally:
+        backends.drop_database(backend_name, url)
+
+
+def test_a_missing_trigger_keeps_the_service_down_until_db_sync_puts_it_back(upstream_url):
+    from allotment import errors
+    from allotment.service import setup
+    from tests.conftest import make_conf
+
+    db = open_db(upstream_url)
+    migration.upgrade(db.engine)
+    name, table, _ = foreign.all_triggers()[0]
+    with db.engine.begin() as conn:
+        on = f" ON {table}" if db.backend == "postgresql" else ""
+        conn.exec_driver_sql(f"DROP TRIGGER {name}{on}")
+    if db.backend == "sqlite":
+        # Migrated on start (the zero-set-up default): put back there.
+        setup.prepare_database(db, make_conf(upstream_url))
+    else:
+        with pytest.raises(errors.ServiceUnavailable, match="triggers"):
+            setup.prepare_database(db, make_conf(upstream_url))
+        migration.upgrade(db.engine)
+    with db.engine.connect() as conn:
+        assert migration.triggers_complete(conn)
+    setup.prepare_database(db, make_conf(upstream_url))
+    db.dispose()
