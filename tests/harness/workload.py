@@ -343,7 +343,7 @@ def audit(workload: Workload, database_url: str) -> dict:
             held: dict[str, dict[str, int]] = {}
             rows = conn.execute(
                 sa.select(c.c.uuid, rp.c.uuid, rc.c.name, a.c.used)
-                .select_from(a.join(c, c.c.id == a.c.consumer_id)
+                .select_from(a.join(c, c.c.uuid == a.c.consumer_id)
                              .join(rp, rp.c.id == a.c.resource_provider_id)
                              .join(rc, rc.c.id == a.c.resource_class_id)))
             for consumer, provider, cls, used in rows:
