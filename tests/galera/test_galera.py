@@ -282,9 +282,27 @@ def test_first_claims_of_a_new_project_through_two_nodes_all_succeed(galera):
 CLIENTS = 8
 
 
+def _aborts(galera) -> int:
+    """Certification failures and transactions aborted by applied write
+    sets, on nodes 1 and 2 so far."""
+    total = 0
+    for node in (1, 2):
+        engine = sa.create_engine(db_mod.normalise_url(galera.url(node)))
+        try:
+            with engine.connect() as conn:
+                total += sum(int(v) for _, v in conn.execute(sa.text(
+                    "SHOW GLOBAL STATUS WHERE Variable_name IN "
+                    "('wsrep_local_cert_failures', 'wsrep_local_bf_aborts')")))
+        finally:
+            engine.dispose()
+    return total
+
+
 def test_random_writes_through_two_nodes(galera):
     workload = Workload([galera.a.url, galera.b.url], providers=4, vcpus=30, seed=11)
+    aborts = _aborts(galera)
     workload.run(CLIENTS, seconds=20)
+    print("aborted by the cluster and run again:", _aborts(galera) - aborts)
     result = audit(workload, galera.url(1))
     statuses = result["statuses"]
     print("writes through two nodes:", result["claims"], "claims,",
