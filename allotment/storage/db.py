@@ -208,11 +208,15 @@ def _setup_mysql(engine: Engine, mode: str, statement_timeout: int) -> None:
                 cur.execute("SET SESSION max_execution_time = %s",
                             (statement_timeout * 1000,))
         if galera_node(cur):
-            # Causal reads: a read first waits until this node has applied
-            # every write set the cluster committed before it, so a change
-            # written (and acknowledged) through another node is never
-            # missing from what is read here -- the change feed included.
-            cur.execute("SET SESSION wsrep_sync_wait = 1")
+            # Causal reads and writes: a transaction's first statement,
+            # whatever it is (reads, updates and deletes, inserts: 1 + 2 +
+            # 4), first waits until this node has applied every write set
+            # the cluster committed before it, so a change written (and
+            # acknowledged) through another node is never missing from what
+            # is read here -- the change feed included -- nor from what a
+            # write checks.  (Writes begin without a BEGIN of their own, and
+            # some with an INSERT.)
+            cur.execute("SET SESSION wsrep_sync_wait = 7")
         cur.close()
 
 

@@ -54,7 +54,7 @@ def _tables(galera) -> dict[str, tuple]:
         tables.allocations
     try:
         with engine.connect() as conn:
-            conn.execute(sa.text("SET SESSION wsrep_sync_wait = 1"))
+            conn.execute(sa.text("SET SESSION wsrep_sync_wait = 7"))
             used = dict(conn.execute(
                 sa.select(a.c.resource_provider_id, sa.func.sum(a.c.used))
                 .group_by(a.c.resource_provider_id)).all())
@@ -163,6 +163,16 @@ def test_a_late_commit_behind_a_later_write_elsewhere_is_never_lost(galera):
             assert _get(server.url, f"/resource_providers/{provider}").json()[
                 "name"] == name, server.url
     _both_servers_answer_as_the_tables(galera)
+
+
+def test_a_write_acknowledged_through_one_node_is_seen_by_the_next_through_another(galera):
+    """Read-your-writes across nodes, for writes too: a child created through
+    one node right after its parent was created through the other finds the
+    parent (its transaction begins with a write, not a read)."""
+    for round_ in range(40):
+        first, second = (galera.a, galera.b) if round_ % 2 else (galera.b, galera.a)
+        parent = _create(first.url, f"ryw-parent-{round_}")
+        _create(second.url, f"ryw-child-{round_}", parent=parent)
 
 
 # -- re-parenting through two nodes at once -----------------------------------
