@@ -349,7 +349,9 @@ def test_a_node_killed_and_back_rejoins_by_ist_and_serves_at_once(galera):
     statuses = result["statuses"]
     print("node 2 killed and back:", result["claims"], "claims,", result["claims_ok"],
           "granted, statuses", sorted(statuses.items(), key=str),
-          f"server B served again {served_again[0]:.2f} s after node 2 was Synced")
+          f"server B served again {served_again[0]:.2f} s after node 2 was Synced; "
+          f"503s from A (node 1): {workload.record.by_service[galera.a.url, 503]}, "
+          f"from B (node 2): {workload.record.by_service[galera.b.url, 503]}")
     # Only 503s, and only while node 2 was away (audit refuses any other 5xx).
     assert not [s for s in statuses if isinstance(s, int) and s >= 500 and s != 503], statuses
     assert served_again and served_again[0] < 5
