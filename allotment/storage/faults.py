@@ -44,6 +44,14 @@ def is_transient(exc: sa.exc.DBAPIError) -> bool:
     return "database is locked" in str(orig)
 
 
+def waited_out_a_lock(exc: BaseException) -> bool:
+    """Whether ``exc`` (as translated) comes from SQLite's write lock, which
+    was waited for the whole busy timeout already: running the write again
+    would make the client wait that long once more."""
+    cause = exc.__cause__
+    return isinstance(cause, sa.exc.DBAPIError) and "database is locked" in str(cause.orig)
+
+
 def _mysql_code(exc: sa.exc.DBAPIError) -> object:
     args = getattr(exc.orig, "args", ())
     return args[0] if args else None

@@ -10,6 +10,9 @@ gets the answer one server would have given: 200, 400 or 409.
 A node of a cluster that cannot take work yet (joining, or cut off from the
 majority) is waited for a little: a load balancer moves clients to another
 node within seconds.  Only past that wait does the client see the 503.
+
+SQLite's "database is locked" is not run again here: it comes after the
+whole busy timeout (60 s) was waited, and the client hears of it then.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
 from allotment import errors
+from allotment.storage import faults
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -55,9 +59,9 @@ def run(work: Callable[[], T], *, attempts: int = ATTEMPTS) -> T:
             if now >= deadline:
                 raise
             time.sleep(NOT_READY_PAUSE)
-        except errors.TransactionAborted:
+        except errors.TransactionAborted as exc:
             aborted += 1
-            if aborted >= attempts:
+            if aborted >= attempts or faults.waited_out_a_lock(exc):
                 raise
             pause(aborted)
 

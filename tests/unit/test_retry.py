@@ -72,3 +72,23 @@ def test_retried_keeps_the_function_and_its_arguments():
 
     assert write(1, b=2) == 3 and seen == [(1, 2), (1, 2)]
     assert write.__doc__ == "Doc." and write.__name__ == "write"
+
+
+def test_sqlite_lock_waited_out_is_not_waited_for_again():
+    import sqlite3
+
+    import sqlalchemy as sa
+
+    from allotment.storage import faults
+
+    calls = []
+
+    def work():
+        calls.append(1)
+        orig = sa.exc.OperationalError("BEGIN IMMEDIATE", {},
+                                       sqlite3.OperationalError("database is locked"))
+        raise faults.translate(orig) from orig
+
+    with pytest.raises(errors.TransactionAborted):
+        retry.run(work)
+    assert len(calls) == 1
