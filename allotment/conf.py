@@ -126,6 +126,18 @@ allotment_opts = [
                "its connection is accepted, to send its whole request, and "
                "again to take the whole response. A slower client is "
                "disconnected, so it cannot hold a worker."),
+    cfg.StrOpt("metrics_bind", default="",
+               help="allotment-api only: a second HOST:PORT on which GET /metrics "
+               "and GET /healthcheck are served without credentials (and "
+               "nothing else). When set, /metrics is not served on the API's "
+               "own address. Bind it to an address only the monitoring system "
+               "reaches."),
+    cfg.BoolOpt("metrics_consumer_allocations", default=False,
+                help="Export openstack_placement_resource_provider_allocations "
+                "(one series per consumer, provider and class) on /metrics. "
+                "Read from the database in one query per scrape; off by "
+                "default because its series grow with the number of "
+                "consumers."),
 ]
 
 # Placement itself sets no limit; oslo.middleware's option of the same name

@@ -7,6 +7,7 @@ import functools
 import falcon
 import orjson
 
+from allotment import telemetry
 from allotment.api import candidates_extensions, query, rendering
 from allotment.api.candidates_query import parse_allocation_candidates_query
 from allotment.api.resource import Resource, authorize, require_version, version
@@ -155,6 +156,8 @@ class AllocationCandidates(Resource):
             strategy=placement.allocation_candidates_generation_strategy,
             randomize=placement.randomize_allocation_candidates,
             explain_limit=explain_limit, packed=want >= _MAPPINGS)
+        telemetry.metrics().candidates.observe(
+            sum(c.count if isinstance(c, Packed) else 1 for c in found.candidates))
         body = {
             "allocation_requests": [_encoded_request(c, want) for c in found.candidates],
             "provider_summaries": _summaries(found, request, want),

@@ -206,6 +206,12 @@ OPERATIONS: tuple[Operation, ...] = (
               media_type="text/html"),
     Operation("/ui/static/{name}", "GET", "Web view: stylesheet and script", "web view",
               public=True, ok={200: _ASSET}, media_type=("text/css", "text/javascript")),
+    # For monitoring (see docs/operating.md).
+    Operation("/metrics", "GET", "Prometheus metrics", "monitoring",
+              policy="allotment:metrics", ok={200: _HTML},
+              media_type="text/plain",
+              notes="openstack-exporter's placement series and the service's own; "
+                    "not served here when [allotment] metrics_bind is set."),
     Operation("/reshaper", "POST", "Move inventories and allocations atomically",
               "reshaper", since="1.30", policy="placement:reshaper:reshape",
               body=reshaper.schema, ok={204: None}),
