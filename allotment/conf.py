@@ -138,6 +138,11 @@ allotment_opts = [
                 "Read from the database in one query per scrape; off by "
                 "default because its series grow with the number of "
                 "consumers."),
+    cfg.IntOpt("audit_metrics_interval", default=300, min=0,
+               help="Seconds between runs of the consistency audit whose "
+               "findings /metrics exports (allotment_audit_*); the audit reads "
+               "every allocation, so a scrape runs it at most this often. 0 "
+               "exports no audit series."),
 ]
 
 # Placement itself sets no limit; oslo.middleware's option of the same name

@@ -22,7 +22,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from allotment import errors, telemetry
 from allotment.api.resource import Resource, authorize
 from allotment.auth import policies
-from allotment.service import placement_metrics
+from allotment.service import audit, placement_metrics
 
 METRICS_PATH = "/metrics"
 HEALTHCHECK_PATH = "/healthcheck"
@@ -39,9 +39,13 @@ class Metrics(Resource):
             authorize(req, policies.METRICS)
         scraped = placement_metrics.scrape(
             self.db, consumer_allocations=self.conf.allotment.metrics_consumer_allocations)
+        text = scraped.text
+        interval = self.conf.allotment.audit_metrics_interval
+        if interval:
+            text += audit.metrics_text(audit.CACHE.get(self.db, interval))
         own = generate_latest(telemetry.scrape_registry())
         resp.content_type = CONTENT_TYPE_LATEST
-        resp.data = scraped.text.encode("utf-8") + own
+        resp.data = text.encode("utf-8") + own
 
 
 class CountRequests:
