@@ -16,6 +16,7 @@ from allotment.auth.policy import Policy
 from allotment.runtime import Runtime
 from allotment.service import setup
 from allotment.storage.db import Database
+from allotment.web import pages as web_pages
 from allotment.web import session as web_session
 
 LOG = logging.getLogger(__name__)
@@ -72,6 +73,11 @@ def create_app(conf: cfg.ConfigOpts, *, db: Database | None = None):
 def _render(req: falcon.Request, resp: falcon.Response,
             exc: errors.PlacementError) -> None:
     metrics.count_error(exc)
+    if web_pages.wants_page(req):
+        web_pages.error_page(req, resp, exc.status, exc.title, exc.detail)
+        for name, value in exc.headers.items():
+            resp.set_header(name, value)
+        return
     version = getattr(req.context, "microversion", None)
     resp.status = falcon.code_to_http_status(exc.status)
     resp.content_type = "application/json"

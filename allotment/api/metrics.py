@@ -31,6 +31,8 @@ LISTENER_KEY = "allotment.metrics_listener"
 
 
 class Metrics(Resource):
+    serves = "text/plain"
+
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         if not req.env.get(LISTENER_KEY):
             if self.conf.allotment.metrics_bind:

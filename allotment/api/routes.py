@@ -54,5 +54,7 @@ def build(runtime: Runtime) -> list[tuple[str, object]]:
         ("/ui", views.Hosts(runtime)),
         ("/ui/trees/{uuid}", views.Tree(runtime)),
         ("/ui/login", session.Login(runtime)),
+        ("/ui/logout", session.Logout(runtime)),
         ("/ui/static/{name}", static.Static(runtime)),
+        ("/favicon.ico", static.Favicon(runtime)),
     ]
