@@ -143,6 +143,16 @@ allotment_opts = [
                "findings /metrics exports (allotment_audit_*); the audit reads "
                "every allocation, so a scrape runs it at most this often. 0 "
                "exports no audit series."),
+    cfg.MultiStrOpt("capacity_flavors", default=[],
+                    help="A named request whose headroom /metrics exports, as "
+                    "NAME=QUERY where QUERY is a GET /allocation_candidates query "
+                    "string (e.g. 'm1.small=resources=VCPU:1,MEMORY_MB:2048,DISK_GB:20'"
+                    "). Repeat for each flavor."),
+    cfg.ListOpt("capacity_private_flavors", default=[],
+                help="Names among capacity_flavors exported with public=\"False\"."),
+    cfg.BoolOpt("capacity_metrics_per_host", default=False,
+                help="Also export openstack_free_capacity_hypervisor_by_flavor, one "
+                "series per host with room and flavor (many series on a large cloud)."),
 ]
 
 # Placement itself sets no limit; oslo.middleware's option of the same name

@@ -15,6 +15,7 @@ from allotment.engine.packed import Packed
 from allotment.engine.request import AllocationCandidatesRequest
 from allotment.engine.search import Candidate
 from allotment.service import allocation_candidates as service
+from allotment.service import headroom as headroom_service
 
 # Where the response grows, by microversion.
 _DICT_REQUESTS = (1, 12)
@@ -141,10 +142,12 @@ class AllocationCandidates(Resource):
         authorize(req, "placement:allocation_candidates:list")
         want = version(req)
         explain_limit = None
+        headroom = False
         if candidates_extensions.requested(req.get_header(candidates_extensions.HEADER)):
             parsed = candidates_extensions.parse_extended_query(query.pairs(req), want)
             wanted, request = parsed.request, parsed.request.base
             explain_limit = parsed.explain_limit
+            headroom = parsed.headroom
             # Tells the client its opt-in was understood.
             resp.set_header(candidates_extensions.HEADER, candidates_extensions.LEVEL)
         else:
@@ -164,4 +167,6 @@ class AllocationCandidates(Resource):
         }
         if found.explanation is not None:
             body["explanation"] = found.explanation.as_dict()
+        if headroom:
+            body["headroom"] = headroom_service.compute(self.db, wanted).as_dict()
         rendering.send_json(req, resp, body)

@@ -20,6 +20,7 @@ from oslo_middleware import healthcheck
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from allotment import errors, telemetry
+from allotment.api import capacity_metrics
 from allotment.api.resource import Resource, authorize
 from allotment.auth import policies
 from allotment.service import audit, placement_metrics
@@ -32,6 +33,8 @@ LISTENER_KEY = "allotment.metrics_listener"
 
 class Metrics(Resource):
     serves = "text/plain"
+    # The configured flavors, parsed on the first scrape.
+    _flavors = None
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         if not req.env.get(LISTENER_KEY):
@@ -42,6 +45,10 @@ class Metrics(Resource):
         scraped = placement_metrics.scrape(
             self.db, consumer_allocations=self.conf.allotment.metrics_consumer_allocations)
         text = scraped.text
+        if self._flavors is None:
+            self._flavors = capacity_metrics.parse_flavors(
+                self.conf.allotment.capacity_flavors)
+        text += capacity_metrics.text(self.db, self.conf, self._flavors)
         interval = self.conf.allotment.audit_metrics_interval
         if interval:
             text += audit.metrics_text(audit.CACHE.get(self.db, interval))

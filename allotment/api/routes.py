@@ -53,6 +53,7 @@ def build(runtime: Runtime) -> list[tuple[str, object]]:
         (metrics.METRICS_PATH, metrics.Metrics(runtime)),
         ("/ui", views.Hosts(runtime)),
         ("/ui/trees/{uuid}", views.Tree(runtime)),
+        ("/ui/capacity", views.Capacity(runtime)),
         ("/ui/login", session.Login(runtime)),
         ("/ui/logout", session.Logout(runtime)),
         ("/ui/static/{name}", static.Static(runtime)),

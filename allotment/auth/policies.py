@@ -197,7 +197,7 @@ _API_RULES: Sequence[tuple[str, str, str, Sequence[tuple[str, str]]]] = (
      [("POST", "/reshaper")]),
     (WEB_VIEW, ADMIN_API,
      "See the web view of provider trees and usage.",
-     [("GET", "/ui"), ("GET", "/ui/trees/{uuid}")]),
+     [("GET", "/ui"), ("GET", "/ui/trees/{uuid}"), ("GET", "/ui/capacity")]),
     (METRICS, ADMIN_API,
      "Scrape the Prometheus metrics: every provider's inventory and usage "
      "and the service's own counters.",

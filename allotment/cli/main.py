@@ -151,6 +151,52 @@ def candidates_cmd(obj: _Lazy, resources, required, member_of, in_tree, groups,
         click.get_current_context().exit(NOTHING_FITS)
 
 
+@cli.command("capacity")
+@click.option("-r", "--resources", help="Unsuffixed group: RC:N,RC:N (or RC=N).")
+@click.option("--required", multiple=True, help="Traits: A,!B or in:A,B (repeatable).")
+@click.option("--member-of", multiple=True,
+              help="Aggregates: UUID, in:U1,U2 or !in:U1,U2 (repeatable).")
+@click.option("-g", "--group", "groups", multiple=True, metavar="'SUFFIX key=value ...'",
+              help="A granular group, as for candidates.")
+@click.option("--group-policy", type=click.Choice(["none", "isolate"]))
+@click.option("--same-subtree", multiple=True, metavar="SUFFIX,SUFFIX")
+@click.option("--root-required", metavar="TRAIT,!TRAIT", help="Traits of the root.")
+@click.option("--hosts", "show_hosts", type=click.IntRange(min=0), default=20,
+              show_default=True, help="Hosts to list, roomiest first (0: all).")
+@format_option
+@click.pass_obj
+def capacity_cmd(obj: _Lazy, resources, required, member_of, groups, group_policy,
+                 same_subtree, root_required, show_hosts) -> None:
+    """How many more instances of a request (a flavor) fit: per host, per
+    aggregate and in total, placed as the scheduler's search places them
+    (nested trees, granular groups and sharing providers included); and the
+    largest amount of each class that still fits anywhere.  allotment only
+    (its headroom extension), one request."""
+    request = cand.build_request(
+        resources=resources, required=required, member_of=member_of, in_tree=None,
+        groups=groups, group_policy=group_policy, same_subtree=same_subtree,
+        root_required=root_required, limit=1)
+    request.headroom = True
+    request.extensions = True
+    found = obj.client.allocation_candidates.get(request, version=obj.read_version)
+    if found.headroom is None:
+        raise click.ClickException(
+            "The service did not answer with headroom: it is not allotment (the "
+            "headroom extension needs allotment).")
+    room = found.headroom
+    hosts = sorted(room["hosts"], key=lambda h: (-h["count"], h["name"]))
+    listed = hosts if not show_hosts else hosts[:show_hosts]
+    tables = [("", ["instances that fit"], [[room["total"]]]),
+              (f"per host ({len(hosts)} with room)", ["host", "instances"],
+               [[h["name"], h["count"]] for h in listed])]
+    if room["aggregates"]:
+        tables.append(("per aggregate", ["aggregate", "instances"],
+                       [[a, n] for a, n in sorted(room["aggregates"].items())]))
+    tables.append(("largest amount that still fits in one provider", ["class", "amount"],
+                   [[rc, n] for rc, n in sorted(room["largest"].items())]))
+    emit(obj.format, room, tables)
+
+
 @cli.command("reshape")
 @click.argument("body", type=click.File("r"))
 @format_option

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from urllib.parse import parse_qsl
 
 import falcon
 
@@ -110,3 +111,22 @@ class Tree(_Page):
             children.setdefault(provider.parent_provider_uuid, []).append(provider)
         pages.render(req, resp, "tree.html", title=tree.root.name, tree=tree,
                      children=children, served=served, consumers=consumers)
+
+
+class Capacity(_Page):
+    """How many more instances of a request fit (the headroom extension)."""
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        authorize(req, WEB_VIEW)
+        wanted = (req.get_param("request") or "").strip()
+        room = None
+        if wanted:
+            pairs = [p for p in parse_qsl(wanted, keep_blank_values=True)
+                     if p[0] not in ("limit", "headroom")]
+            with self.client(req) as client:
+                body = client.get("/allocation_candidates", version="1.39",
+                                  params=[*pairs, ("limit", "1"), ("headroom", "true")],
+                                  headers={"Allotment-Extensions": "1"}).json()
+            room = body["headroom"]
+            room["hosts"].sort(key=lambda h: (-h["count"], h["name"]))
+        pages.render(req, resp, "capacity.html", title="Capacity", wanted=wanted, room=room)

@@ -154,3 +154,17 @@ def test_candidates_name_providers_with_one_listing(live, capsys):
         code, _, _ = run(live, capsys, "candidates", "-r", "VCPU:1")
     assert code == 0
     assert not [u for m, u in seen if "/resource_providers/" in u]
+
+
+def test_capacity(live, capsys):
+    code, out, err = run(live, capsys, "capacity", "-r", "VCPU=1")
+    assert code == 0, err
+    room = json.loads(out)
+    # compute-1's NUMA node: 16 VCPU, 4 used; compute-2: 8 at ratio 2, 2 used.
+    assert {h["name"]: h["count"] for h in room["hosts"]} == {"compute-1": 12,
+                                                              "compute-2": 14}
+    assert room["total"] == 26
+    code, out, _ = run(live, capsys, "capacity", "-r", "VCPU:1", "--hosts", "1",
+                       fmt="table")
+    assert "instances that fit" in out and "26" in out
+    assert "compute-2" in out and "compute-1 " not in out  # roomiest first, one listed

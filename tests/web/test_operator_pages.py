@@ -102,3 +102,14 @@ def test_tree_page_shows_limits_and_consumers(api, world):
     assert 'class="num step-size">1<' in page
     consumers = re.findall(r'<tr class="consumer" data-consumer="([^"]+)"', page)
     assert world.instance in consumers
+
+
+def test_capacity_page(api, world):
+    page = api.get("/ui/capacity?request=resources%3DVCPU%3A1", headers=HTML)
+    assert page.status == 200
+    assert re.search(r'id="total">26<', page.text)
+    hosts = re.findall(r'<tr class="capacity-host" data-uuid="([^"]+)"', page.text)
+    assert hosts == [world.host2, world.host1]  # roomiest first
+    assert api.get("/ui/capacity", headers=HTML).status == 200
+    bad = api.get("/ui/capacity?request=resources%3DNOPE%3A1", headers=HTML)
+    assert bad.status == 400 and "NOPE" in bad.text
