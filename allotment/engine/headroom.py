@@ -16,9 +16,12 @@ against a brute-force enumeration).
   together, so a pool is not counted once per host.
 * Per aggregate: the trees with a provider in the aggregate, together.
 
-A tree of one provider that no sharing provider serves has one candidate,
-always the same amounts, so its count is arithmetic: the free capacity of
-each class over the amount asked.  Every other tree is placed step by step.
+Usage only grows, and nothing but capacity that decides whether a candidate
+is valid depends on usage: the candidates of each step are those of the
+first step that still fit.  So candidates are searched for once, and the
+placement steps only check capacity; a tree with a single candidate (a
+flat host, with or without one pool) is counted by arithmetic, the free
+capacity of each class over the amount asked.
 
 ``largest`` is, per resource class, the largest amount of it alone that
 still fits in one provider anywhere (min/max unit and step size included):
@@ -33,6 +36,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from allotment.engine import extensions
+from allotment.engine.plan import READY
 from allotment.engine.request import AllocationCandidatesRequest
 from allotment.engine.snapshot import CAPACITY, MAX_UNIT, MIN_UNIT, STEP_SIZE, Snapshot
 
@@ -86,47 +90,49 @@ def _arithmetic(snap: Snapshot, totals: Totals) -> int:
                 for (uuid, rc), amount in totals.items() if amount > 0), default=0)
 
 
-class _Placer:
-    """Repeated placement of one request over some trees together."""
-
-    def __init__(self, snap: Snapshot, ext: extensions.ExtendedRequest) -> None:
-        self.snap = snap
-        self.ext = ext
-
-    def count(self, roots: list[int]) -> int:
-        snap, changed = self.snap, {}
-        used = ChainMap(changed, snap.used)
-        placed = 0
-        while placed < MAX_STEPS:
-            overlay = snap.with_usage(used)
-            plan = extensions.compile_plan(overlay, self.ext)
-            if plan is None:
-                break
-            anchors = plan.anchor_set()
-            found = []
-            for r in roots:
-                if r in anchors and plan.root_ok(r):
-                    found.extend(_candidates(plan, r))
-            best = _first(found)
-            if best is None:
-                break
-            for (uuid, rc), amount in best.items():
-                held = changed.get(uuid)
-                if held is None:
-                    held = changed[uuid] = dict(snap.used.get(uuid, {}))
-                held[rc] = held.get(rc, 0) + amount
-            placed += 1
-        return placed
+def _fits(snap: Snapshot, used: Mapping[str, Mapping[str, int]], totals: Totals) -> bool:
+    return all(_free(snap, used, uuid, rc) >= amount for (uuid, rc), amount in totals.items())
 
 
-def _candidates(plan, r: int) -> list:
-    from allotment.engine import plan as plan_mod
-    from allotment.engine.plan import READY
+def place(snap: Snapshot, candidates: list[Totals]) -> int:
+    """How many placements repeated placement makes from ``candidates``
+    (every candidate of the trees placed together, at the current usage).
 
+    Usage only grows, and everything but capacity that decides whether a
+    candidate is valid does not depend on usage: the candidates of a later
+    step are exactly those of the first that still fit.  So the first are
+    sorted once into allocation order, and each step takes the first that
+    fits; one that no longer fits never will again.
+    """
+    if len(candidates) == 1:
+        return _arithmetic(snap, candidates[0])
+    ordered = sorted(candidates, key=lambda t: sorted(t.items()))
+    changed: dict[str, dict[str, int]] = {}
+    used = ChainMap(changed, snap.used)
+    placed = start = 0
+    while placed < MAX_STEPS and start < len(ordered):
+        totals = ordered[start]
+        if not _fits(snap, used, totals):
+            start += 1
+            continue
+        for (uuid, rc), amount in totals.items():
+            held = changed.get(uuid)
+            if held is None:
+                held = changed[uuid] = dict(snap.used.get(uuid, {}))
+            held[rc] = held.get(rc, 0) + amount
+        placed += 1
+    return placed
+
+
+def _candidates(plan, r: int) -> list[Totals]:
+    """Every candidate anchored at ``r``, as totals."""
     out = []
     for usage, chosen in extensions.anchor_results(plan, r):
-        out.append(chosen if usage is READY else
-                   plan_mod.build_candidate(plan, r, usage, chosen))
+        if usage is READY:
+            out.append(_totals(chosen))
+        else:
+            uuids = plan.snapshot.uuids
+            out.append({(uuids[p], rc): amount for (p, rc), amount in usage.items()})
     return out
 
 
@@ -191,32 +197,36 @@ def count(snap: Snapshot, request: AllocationCandidatesRequest | extensions.Exte
     # Trees that neither hold nor use a sharing provider: from one search of
     # the whole world (which keeps its answers between requests on a live
     # snapshot).
-    first_of: dict[int, object] = {}
+    first_of: dict[int, list] = {}
     for c in extensions.find_candidates(snap, ext):
         r = snap.index[c.anchor]
-        if r not in first_of and not shares(r):
-            first_of[r] = c
+        if not shares(r):
+            first_of.setdefault(r, []).append(c)
     # The others each on its own: the whole-world search hands out a
     # candidate made only of sharing providers once, under the first tree
     # that reaches it.
-    linked = [r for r in sorted(plan.anchor_set(), key=snap.uuids.__getitem__)
-              if shares(r) and plan.root_ok(r)]
-    placer = _Placer(snap, ext)
-    for r, first in first_of.items():
-        n = _arithmetic(snap, _totals(first)) if snap.is_lonely(r) else placer.count([r])
-        if n:
-            result.per_host[snap.uuids[r]] = n
-    for r in linked:
-        n = placer.count([r])
+    cands_of: dict[int, list[Totals]] = {r: [_totals(c) for c in found]
+                                          for r, found in first_of.items()}
+    for r in sorted(plan.anchor_set(), key=snap.uuids.__getitem__):
+        if shares(r) and plan.root_ok(r):
+            found = _candidates(plan, r)
+            if found:
+                cands_of[r] = found
+    for r, found in cands_of.items():
+        n = place(snap, found)
         if n:
             result.per_host[snap.uuids[r]] = n
     alone = set(first_of)
-    linked = [r for r in linked if snap.uuids[r] in result.per_host]
+    linked = [r for r in cands_of if r not in alone and snap.uuids[r] in result.per_host]
+
+    def together(trees: list[int]) -> int:
+        if len(trees) == 1:
+            return result.per_host.get(snap.uuids[trees[0]], 0)
+        return place(snap, [t for r in trees for t in cands_of[r]])
+
     result.total = sum(result.per_host.get(snap.uuids[r], 0) for r in alone)
-    components = _components(snap, linked)
-    for component in components:
-        result.total += placer.count(component) if len(component) > 1 else \
-            result.per_host.get(snap.uuids[component[0]], 0)
+    for component in _components(snap, linked):
+        result.total += together(component)
     if by_aggregate:
         trees_of: dict[str, list[int]] = {}
         for r in [*first_of, *linked]:
@@ -226,8 +236,7 @@ def count(snap: Snapshot, request: AllocationCandidatesRequest | extensions.Exte
             n = sum(result.per_host.get(snap.uuids[r], 0) for r in trees if r in alone)
             shared = [r for r in trees if r not in alone]
             for component in _components(snap, shared):
-                n += (placer.count(component) if len(component) > 1
-                      else result.per_host.get(snap.uuids[component[0]], 0))
+                n += together(component)
             if n:
                 result.per_aggregate[agg] = n
     return result
