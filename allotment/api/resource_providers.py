@@ -194,16 +194,22 @@ class ResourceProviders(Resource):
                      "placement:resource_providers:traits:list",
                      "placement:resource_providers:aggregates:list"):
             authorize(req, rule)
-        found = provider_listing.list_with_details(self.db, list_filters(req))
-        providers = []
-        for view, detail in found:
-            data = provider_body(req, view)
+        wide = at_least(req, (1, 14))
+
+        def made(view, detail) -> tuple:
+            # Without links: what they point at is in the entry itself.
+            data = {"uuid": view.uuid, "name": view.name, "generation": view.generation}
+            if wide:
+                data["parent_provider_uuid"] = view.parent_provider_uuid
+                data["root_provider_uuid"] = view.root_provider_uuid
             data.update(inventories=detail.inventories, usages=detail.usages,
                         traits=detail.traits, aggregates=detail.aggregates)
-            providers.append(data)
+            return rendering.fragment(data), stamp(view)
+
+        found = provider_listing.list_with_details(self.db, list_filters(req), wide, made)
         resp.set_header(candidates_extensions.HEADER, candidates_extensions.LEVEL)
-        rendering.send_json(req, resp, {"resource_providers": providers},
-                            last_modified=rendering.latest(*(stamp(v) for v, _ in found)))
+        rendering.send_json(req, resp, {"resource_providers": [f for f, _ in found]},
+                            last_modified=rendering.latest(*(when for _, when in found)))
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         body.require_json(req)

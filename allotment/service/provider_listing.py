@@ -10,8 +10,9 @@ lookups: the work follows the size of the answer.
 from __future__ import annotations
 
 import datetime
-from collections.abc import Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from allotment import errors
 from allotment.engine.live import LiveSnapshot
@@ -27,6 +28,8 @@ from allotment.engine.snapshot import (
 from allotment.storage.db import Database
 from allotment.world import sync as world_sync
 from allotment.world.model import World
+
+T = TypeVar("T")
 
 # Placement's largest amount (a signed 32-bit integer): no inventory holds more.
 MAX_AMOUNT = 0x7FFFFFFF
@@ -123,28 +126,43 @@ class ProviderDetail:
     aggregates: list[str]
 
 
-def list_with_details(db: Database, filters
-                      ) -> list[tuple[ProviderView, ProviderDetail]]:
+def list_with_details(db: Database, filters, shape: Hashable,
+                      made: Callable[[ProviderView, ProviderDetail], T]) -> list[T]:
     """:func:`list_providers`, each provider with its details, all read
-    from one state of the world."""
+    from one state of the world, as ``made(view, detail)`` makes them.
+
+    What ``made`` returns is kept with the provider's revision and
+    ``shape`` (whatever else it depends on, e.g. the microversion) and
+    handed out again while neither changes: a large listing asked again is
+    mostly what was made before.
+    """
     with world_sync.current(db) as world:
         snap = world.snapshot
-        memo = world.memo("provider_view")
+        views = world.memo("provider_view")
+        kept = world.memo("provider_detail")
         ids = {name: cid for cid, name in world.names.class_by_id.items()}
         out = []
         for uuid in _matching(world, filters):
+            view = _view(world, snap, uuid, views)
+            found = kept.get(uuid)
+            if found is not None and found[0] == view.revision \
+                    and found[1] == (shape, world.names_version):
+                out.append(found[2])
+                continue
             i = snap.index[uuid]
             inventory = snap.inventory[i] or {}
             used = snap.used.get(uuid, {})
             classes = sorted(inventory, key=lambda rc: ids.get(rc, 0))
-            out.append((_view(world, snap, uuid, memo), ProviderDetail(
+            item = made(view, ProviderDetail(
                 inventories={rc: {
                     "total": inventory[rc][TOTAL], "reserved": inventory[rc][RESERVED],
                     "min_unit": inventory[rc][MIN_UNIT], "max_unit": inventory[rc][MAX_UNIT],
                     "step_size": inventory[rc][STEP_SIZE],
                     "allocation_ratio": inventory[rc][RATIO]} for rc in classes},
                 usages={rc: used.get(rc, 0) for rc in classes},
-                traits=sorted(snap.traits[i]), aggregates=sorted(snap.aggregates[i]))))
+                traits=sorted(snap.traits[i]), aggregates=sorted(snap.aggregates[i])))
+            kept[uuid] = (view.revision, (shape, world.names_version), item)
+            out.append(item)
         return out
 
 

@@ -21,8 +21,11 @@ def test_details_equal_each_reading(api):
         assert p["usages"] == api.get(f"{base}/usages").json["usages"]
         assert p["traits"] == sorted(api.get(f"{base}/traits").json["traits"])
         assert p["aggregates"] == sorted(api.get(f"{base}/aggregates").json["aggregates"])
+        # The plain entry, but for its links (what they point at is there).
+        same = next(q for q in plain if q["uuid"] == p["uuid"])
         assert {k: v for k, v in p.items()
-                if k not in ("inventories", "usages", "traits", "aggregates")} in plain
+                if k not in ("inventories", "usages", "traits", "aggregates")} == {
+            k: v for k, v in same.items() if k != "links"}
 
 
 def test_filters_apply(api):
@@ -56,3 +59,20 @@ def test_each_added_reading_needs_its_own_rule(database_url, db, tmp_path):
     assert api.get("/resource_providers").status == 200
     resp = api.get("/resource_providers", headers={"Allotment-Extensions": "1"})
     assert resp.status == 403
+
+
+def test_details_follow_writes(api):
+    w = populate(api)
+
+    def cn1() -> dict:
+        listed = api.get("/resource_providers", headers={"Allotment-Extensions": "1"})
+        return next(p for p in listed.json["resource_providers"] if p["name"] == "cn1")
+
+    assert cn1()["usages"]["VCPU"] == 4
+    w.use("cn1", {"VCPU": 2})
+    w.set_traits("cn1", ["HW_CPU_X86_AVX2"])
+    assert cn1()["usages"]["VCPU"] == 6
+    assert cn1()["traits"] == ["HW_CPU_X86_AVX2"]
+    # Another microversion, another shape: no parent or root before 1.14.
+    old = api.get("/resource_providers", version="1.10", headers={"Allotment-Extensions": "1"})
+    assert "root_provider_uuid" not in old.json["resource_providers"][0]
