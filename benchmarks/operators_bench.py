@@ -58,6 +58,7 @@ FLAVORS = [
     "sriov.large=resources=DISK_GB:40&resources_C=VCPU:8,MEMORY_MB:16384"
     "&resources_N=SRIOV_NET_VF:2&group_policy=none&same_subtree=_C,_N",
     "tiny.noavx=resources=VCPU:1,MEMORY_MB:512,DISK_GB:1&required=!HW_CPU_X86_AVX2",
+    "pf.only=resources=DISK_GB:10&resources_N=SRIOV_NET_VF:4&group_policy=none",
 ]
 
 

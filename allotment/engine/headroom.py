@@ -31,7 +31,6 @@ what fragmentation leaves.
 from __future__ import annotations
 
 import dataclasses
-from collections import ChainMap
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -83,17 +82,6 @@ def _free(snap: Snapshot, used: Mapping[str, Mapping[str, int]], uuid: str,
     return lim[CAPACITY] - used.get(uuid, {}).get(rc, 0)
 
 
-def _arithmetic(snap: Snapshot, totals: Totals) -> int:
-    """Instances of one fixed allocation a single provider still takes:
-    capacity is all that changes from one placement to the next."""
-    return min((_free(snap, snap.used, uuid, rc) // amount
-                for (uuid, rc), amount in totals.items() if amount > 0), default=0)
-
-
-def _fits(snap: Snapshot, used: Mapping[str, Mapping[str, int]], totals: Totals) -> bool:
-    return all(_free(snap, used, uuid, rc) >= amount for (uuid, rc), amount in totals.items())
-
-
 def place(snap: Snapshot, candidates: list[Totals]) -> int:
     """How many placements repeated placement makes from ``candidates``
     (every candidate of the trees placed together, at the current usage).
@@ -101,26 +89,27 @@ def place(snap: Snapshot, candidates: list[Totals]) -> int:
     Usage only grows, and everything but capacity that decides whether a
     candidate is valid does not depend on usage: the candidates of a later
     step are exactly those of the first that still fit.  So the first are
-    sorted once into allocation order, and each step takes the first that
-    fits; one that no longer fits never will again.
+    sorted once into allocation order and each step takes the first that
+    fits.  One that no longer fits never will again, and the first that
+    fits stays first for as long as it fits: it is taken as many times as
+    it fits at once, then the next.
     """
-    if len(candidates) == 1:
-        return _arithmetic(snap, candidates[0])
     ordered = sorted(candidates, key=lambda t: sorted(t.items()))
-    changed: dict[str, dict[str, int]] = {}
-    used = ChainMap(changed, snap.used)
-    placed = start = 0
-    while placed < MAX_STEPS and start < len(ordered):
-        totals = ordered[start]
-        if not _fits(snap, used, totals):
-            start += 1
+    free: dict[tuple[str, str], int] = {}
+    for totals in ordered:
+        for key in totals:
+            if key not in free:
+                free[key] = _free(snap, snap.used, *key)
+    placed = 0
+    for totals in ordered:
+        times = min((free[key] // amount for key, amount in totals.items() if amount > 0),
+                    default=0)
+        times = min(times, MAX_STEPS - placed)
+        if times <= 0:
             continue
-        for (uuid, rc), amount in totals.items():
-            held = changed.get(uuid)
-            if held is None:
-                held = changed[uuid] = dict(snap.used.get(uuid, {}))
-            held[rc] = held.get(rc, 0) + amount
-        placed += 1
+        for key, amount in totals.items():
+            free[key] -= amount * times
+        placed += times
     return placed
 
 
@@ -173,67 +162,78 @@ def _components(snap: Snapshot, roots: Iterable[int]) -> list[list[int]]:
     return [sorted(g, key=snap.uuids.__getitem__) for g in groups.values()]
 
 
-def _aggregates_of_tree(snap: Snapshot, r: int) -> frozenset[str]:
-    members = snap.tree_members(r)
-    return frozenset().union(*(snap.aggregates[m] for m in members))
+def _tree_answers(snap: Snapshot, plan, memo: dict | None,
+                  ) -> dict[int, tuple[list[Totals], int, frozenset[str], bool]]:
+    """Per anchor with candidates: its candidates (as totals), how many fit
+    on it alone, the aggregates of its tree and whether it holds or uses a
+    sharing provider.  With ``memo`` (kept by the caller between requests
+    of the same kind, by root UUID), a tree whose providers and serving
+    sharing providers did not change since is not searched again."""
+    served = snap.sharing_by_anchor
+    revisions = snap.position_revisions() if memo is not None else None
+    many = snap.trees_of_many().get
+    out = {}
+    for r in plan.anchor_set():
+        if not plan.root_ok(r):
+            continue
+        members = many(r) or (r,)
+        stamp = None
+        if revisions is not None:
+            at = revisions.__getitem__
+            stamp = (tuple(map(at, members)), tuple(map(at, served.get(r, ()))))
+            held = memo.get(snap.uuids[r])
+            if held is not None and held[0] == stamp:
+                if held[1] is not None:
+                    out[r] = held[1]
+                continue
+        found = _candidates(plan, r)
+        answer = None
+        if found:
+            shares = r in served or any(snap.is_sharing[m] for m in members)
+            aggs = frozenset().union(*(snap.aggregates[m] for m in members))
+            answer = out[r] = (found, place(snap, found), aggs, shares)
+        if stamp is not None:
+            memo[snap.uuids[r]] = (stamp, answer)
+    return out
 
 
 def count(snap: Snapshot, request: AllocationCandidatesRequest | extensions.ExtendedRequest,
-          *, by_aggregate: bool = True) -> Headroom:
+          *, by_aggregate: bool = True, memo: dict | None = None,
+          with_largest: bool = True) -> Headroom:
     """How many more instances of ``request`` fit, per tree, per aggregate
-    and in total (see the module docstring)."""
+    and in total (see the module docstring).  ``memo``: see
+    :func:`_tree_answers`; ``with_largest`` false leaves ``largest`` empty
+    (it does not depend on the request)."""
     ext = extensions.extend(request)
     # Every candidate counts, whatever the request's own limit.
     ext = dataclasses.replace(ext, base=dataclasses.replace(ext.base, limit=None))
-    result = Headroom(largest=largest(snap))
+    result = Headroom(largest=largest(snap) if with_largest else {})
     plan = extensions.compile_plan(snap, ext)
     if plan is None:
         return result
-    served = snap.sharing_by_anchor
-
-    def shares(r: int) -> bool:
-        return r in served or any(snap.is_sharing[m] for m in snap.tree_members(r))
-
-    # Trees that neither hold nor use a sharing provider: from one search of
-    # the whole world (which keeps its answers between requests on a live
-    # snapshot).
-    first_of: dict[int, list] = {}
-    for c in extensions.find_candidates(snap, ext):
-        r = snap.index[c.anchor]
-        if not shares(r):
-            first_of.setdefault(r, []).append(c)
-    # The others each on its own: the whole-world search hands out a
-    # candidate made only of sharing providers once, under the first tree
-    # that reaches it.
-    cands_of: dict[int, list[Totals]] = {r: [_totals(c) for c in found]
-                                          for r, found in first_of.items()}
-    for r in sorted(plan.anchor_set(), key=snap.uuids.__getitem__):
-        if shares(r) and plan.root_ok(r):
-            found = _candidates(plan, r)
-            if found:
-                cands_of[r] = found
-    for r, found in cands_of.items():
-        n = place(snap, found)
+    answers = _tree_answers(snap, plan, memo)
+    for r, (_found, n, _aggs, _shares) in answers.items():
         if n:
             result.per_host[snap.uuids[r]] = n
-    alone = set(first_of)
-    linked = [r for r in cands_of if r not in alone and snap.uuids[r] in result.per_host]
+    alone = {r for r, answer in answers.items() if not answer[3]}
+    linked = [r for r, answer in answers.items() if answer[3] and answer[1]]
 
     def together(trees: list[int]) -> int:
         if len(trees) == 1:
-            return result.per_host.get(snap.uuids[trees[0]], 0)
-        return place(snap, [t for r in trees for t in cands_of[r]])
+            return answers[trees[0]][1]
+        return place(snap, [t for r in trees for t in answers[r][0]])
 
-    result.total = sum(result.per_host.get(snap.uuids[r], 0) for r in alone)
+    result.total = sum(answers[r][1] for r in alone)
     for component in _components(snap, linked):
         result.total += together(component)
     if by_aggregate:
         trees_of: dict[str, list[int]] = {}
-        for r in [*first_of, *linked]:
-            for agg in _aggregates_of_tree(snap, r):
-                trees_of.setdefault(agg, []).append(r)
+        for r, (_found, n, aggs, _shares) in answers.items():
+            if n:
+                for agg in aggs:
+                    trees_of.setdefault(agg, []).append(r)
         for agg, trees in trees_of.items():
-            n = sum(result.per_host.get(snap.uuids[r], 0) for r in trees if r in alone)
+            n = sum(answers[r][1] for r in trees if r in alone)
             shared = [r for r in trees if r not in alone]
             for component in _components(snap, shared):
                 n += together(component)

@@ -40,10 +40,18 @@ def compute(db: Database, request: AllocationCandidatesRequest | ExtendedRequest
         return of_world(world, request)
 
 
-def of_world(world, request: AllocationCandidatesRequest | ExtendedRequest) -> Headroom:
-    """:func:`compute` over a world the caller already holds."""
+def of_world(world, request: AllocationCandidatesRequest | ExtendedRequest,
+             largest: dict[str, int] | None = None) -> Headroom:
+    """:func:`compute` over a world the caller already holds.  Each tree's
+    answer is kept in the world until the tree changes, per request."""
     snap = world.snapshot
-    found = engine.count(snap, request)
+    try:
+        memo = world.memo(("headroom", request))
+    except TypeError:  # a request that cannot be a key: nothing kept
+        memo = None
+    found = engine.count(snap, request, memo=memo, with_largest=largest is None)
+    if largest is not None:
+        found.largest = largest
     hosts = sorted((HostCount(uuid, snap.name_of(snap.index[uuid]), n)
                     for uuid, n in found.per_host.items()), key=lambda h: (h.name, h.uuid))
     return Headroom(found.total, hosts, found.per_aggregate, found.largest)
@@ -53,4 +61,5 @@ def compute_many(db: Database, requests: dict[str, AllocationCandidatesRequest],
                  ) -> dict[str, Headroom]:
     """Several named requests (flavors) against one state of the world."""
     with world_sync.current(db) as world:
-        return {name: of_world(world, req) for name, req in requests.items()}
+        largest = engine.largest(world.snapshot)
+        return {name: of_world(world, req, largest) for name, req in requests.items()}

@@ -7,9 +7,11 @@ from __future__ import annotations
 import dataclasses
 
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from allotment.engine import Snapshot
 from allotment.engine import headroom as engine
+from allotment.engine.live import LiveSnapshot
 from tests.engine.test_candidates_properties import PROFILE, Oracle, scenarios
 
 
@@ -79,3 +81,19 @@ def test_largest_fitting_amount_per_class(scenario):
                 if oracle.fits(u, rc, amount) and amount > want.get(rc, 0):
                     want[rc] = amount
     assert engine.largest(Snapshot.build(world)) == want
+
+
+@FEWER
+@given(scenarios(), st.integers(0, 50), st.integers(1, 3))
+def test_kept_tree_answers_equal_fresh_ones_after_a_change(scenario, pick, amount):
+    world, req = scenario
+    snap = LiveSnapshot.build(world)
+    memo: dict = {}
+    assert engine.count(snap, req, memo=memo) == engine.count(snap, req)
+    # Use some of one provider's first class: its tree (and the trees its
+    # pool serves) must be counted again, the rest may come from the memo.
+    record = world[pick % len(world)]
+    if record.inventories:
+        rc = sorted(record.inventories)[0]
+        snap.add_usage([(record.uuid, rc, amount)])
+    assert engine.count(snap, req, memo=memo) == engine.count(snap, req)
