@@ -16,7 +16,7 @@ import click
 
 from allotment.cli import candidates as cand
 from allotment.cli.connect import make_client
-from allotment.cli.explain import explain, server_explanation
+from allotment.cli.explain import explain, server_report
 from allotment.cli.output import FORMATS, bar, emit
 from allotment.client import LATEST, ApiError, ClientError, PlacementClient
 from allotment.client import report as reports
@@ -132,11 +132,16 @@ def candidates_cmd(obj: _Lazy, resources, required, member_of, in_tree, groups,
     found = cand.describe(obj.client, request)
     if explain_hosts:
         names = cand.provider_names(obj.client)
-        rows = server_explanation(obj.client, request, names, explain_limit=explain_hosts)
+        report = server_report(obj.client, request, names, explain_limit=explain_hosts)
+        rows = report["explanation"]
         tables = [("", CANDIDATE_COLUMNS, cand.table_rows(found)),
-                  ("", ["host", "why it yields no candidate"],
+                  ("what the service examined", ["counter", "value"],
+                   [[k, v] for k, v in report["counters"].items()]),
+                  ("hosts ruled out, by reason", ["reason", "hosts"],
+                   [[k, v] for k, v in report["reasons"].items()]),
+                  ("nearest misses first", ["host", "why it yields no candidate"],
                    [[r["host"], r["why"]] for r in rows])]
-        emit(obj.format, {"candidates": found, "explanation": rows}, tables)
+        emit(obj.format, {"candidates": found, **report}, tables)
         if not found:
             click.get_current_context().exit(NOTHING_FITS)
         return

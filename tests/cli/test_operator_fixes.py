@@ -168,3 +168,20 @@ def test_capacity(live, capsys):
                        fmt="table")
     assert "instances that fit" in out and "26" in out
     assert "compute-2" in out and "compute-1 " not in out  # roomiest first, one listed
+
+
+def test_explain_reports_counters_reasons_and_near_misses_first(live, capsys):
+    # compute-1's NUMA node has 12 VCPU free, compute-2 14: asking 15, compute-2
+    # misses by 1 and compute-1 by 3; the pool has no VCPU at all.
+    code, out, _ = run(live, capsys, "candidates", "-r", "VCPU:15", "--explain", "10")
+    assert code == 1
+    answer = json.loads(out)
+    assert answer["counters"]["trees_with_candidates"] == 0
+    assert answer["counters"]["trees_examined"] >= 2
+    assert sum(answer["reasons"].values()) == len(answer["explanation"])
+    hosts = [row["host"] for row in answer["explanation"]]
+    assert hosts.index("compute-2") < hosts.index("compute-1")
+    code, out, _ = run(live, capsys, "candidates", "-r", "VCPU:15", "--explain", "10",
+                       fmt="table")
+    assert "what the service examined" in out and "hosts ruled out, by reason" in out
+    assert "nearest misses first" in out
