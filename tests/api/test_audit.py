@@ -12,7 +12,7 @@ import sqlalchemy as sa
 
 from allotment.cmd import audit_report, manage
 from allotment.service import audit
-from allotment.storage import feed, tables
+from allotment.storage import consumer_join, feed, tables
 from tests.api.candidate_helpers import World
 from tests.api.test_metrics import scrape, value
 
@@ -87,9 +87,11 @@ def plant(api, db, *, bad_root: bool = True) -> dict:
         if bad_root:
             conn.execute(sa.update(rp).where(rp.c.name == "child")
                          .values(root_provider_id=_id(conn, rp, name="root-b")))
-        consumer = _id(conn, tables.consumers, uuid=emptied)
+        # Whichever value allocations name their consumer by (row id or UUID).
+        consumer = conn.execute(sa.select(consumer_join.consumer_key_of_consumers())
+                                .where(tables.consumers.c.uuid == emptied)).scalar_one()
         conn.execute(sa.delete(tables.allocations)
-                     .where(tables.allocations.c.consumer_id == consumer))
+                     .where(consumer_join.consumer_key() == consumer))
         conn.execute(sa.update(tables.consumers).where(tables.consumers.c.uuid == no_project)
                      .values(project_id=987654))
         conn.execute(sa.update(tables.consumers).where(tables.consumers.c.uuid == no_user)
