@@ -43,11 +43,10 @@ def list_detailed(client: PlacementClient, params: list[tuple[str, str]] | None 
                       headers={EXTENSIONS_HEADER: EXTENSIONS_LEVEL})
     body = resp.json()["resource_providers"]
     if resp.header(EXTENSIONS_HEADER) == EXTENSIONS_LEVEL:
-        return [DetailedProvider(
-            Provider.from_body(p),
-            inventories={rc: normalise(rec) for rc, rec in p["inventories"].items()},
-            usages=dict(p["usages"]), traits=sorted(p["traits"]),
-            aggregates=sorted(p["aggregates"])) for p in body], 1
+        # Complete records, sorted lists, fresh objects: taken as they are
+        # (a large cloud's listing has tens of thousands of them).
+        return [DetailedProvider(Provider.from_body(p), p["inventories"], p["usages"],
+                                 p["traits"], p["aggregates"]) for p in body], 1
     requests = 1
     out = []
     for p in body:

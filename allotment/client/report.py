@@ -231,10 +231,14 @@ def host_list(client: PlacementClient, name_contains: str = "", *,
         summary.providers += 1
         summary.aggregates.update(d.aggregates)
         summary.traits.update(d.traits)
+        usage, used = summary.usage, d.usages
         for rc, record in d.inventories.items():
-            amount = summary.usage.setdefault(rc, Amount())
-            amount.capacity += capacity(record)
-            amount.used += d.usages.get(rc, 0)
+            amount = usage.get(rc)
+            if amount is None:
+                amount = usage[rc] = Amount()
+            amount.capacity += int((record["total"] - record["reserved"])
+                                   * record["allocation_ratio"])
+            amount.used += used.get(rc, 0)
     chosen = [h for h in hosts.values()
               if (aggregate is None or aggregate in h.aggregates)
               and (trait is None or trait in h.traits)

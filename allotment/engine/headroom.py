@@ -176,16 +176,21 @@ def _tree_answers(snap: Snapshot, plan, memo: dict | None,
     for r in plan.anchor_set():
         if not plan.root_ok(r):
             continue
-        members = many(r) or (r,)
+        members = many(r)
         stamp = None
         if revisions is not None:
-            at = revisions.__getitem__
-            stamp = (tuple(map(at, members)), tuple(map(at, served.get(r, ()))))
+            pools = served.get(r)
+            if members is None and pools is None:
+                stamp = revisions[r]  # a tree of one provider, no pool: most hosts
+            else:
+                at = revisions.__getitem__
+                stamp = (tuple(map(at, members or (r,))), tuple(map(at, pools or ())))
             held = memo.get(snap.uuids[r])
             if held is not None and held[0] == stamp:
                 if held[1] is not None:
                     out[r] = held[1]
                 continue
+        members = members or (r,)
         found = _candidates(plan, r)
         answer = None
         if found:
