@@ -45,10 +45,8 @@ def of_world(world, request: AllocationCandidatesRequest | ExtendedRequest,
     """:func:`compute` over a world the caller already holds.  Each tree's
     answer is kept in the world until the tree changes, per request."""
     snap = world.snapshot
-    try:
-        memo = world.memo(("headroom", request))
-    except TypeError:  # a request that cannot be a key: nothing kept
-        memo = None
+    # Requests hold mappings (not hashable): their text names their kind.
+    memo = world.memo(("headroom", repr(request)))
     found = engine.count(snap, request, memo=memo, with_largest=largest is None)
     if largest is not None:
         found.largest = largest

@@ -259,3 +259,61 @@ def _environ_get(app, path: str, environ: dict):
 
     req = webob.Request.blank(path, environ=environ)
     return req.get_response(app)
+
+
+def test_server_side_retries_are_counted(db):
+    from allotment.service import allocations as alloc_service
+
+    name = "allotment_write_retries_total"
+    before = value(families(_own_text()), name)
+    calls = []
+
+    def work(conn):
+        calls.append(1)
+        if len(calls) < 3:
+            raise alloc_service.RetryWrite()
+        return "done"
+
+    assert alloc_service.run_write(db, work, attempts=5) == "done"
+    assert value(families(_own_text()), name) - before == 2
+
+
+def test_whole_reloads_are_counted(api, db):
+    from allotment.storage import feed
+
+    populate(api)
+    assert api.get("/resource_providers").status == 200
+    before = value(scrape(api), "allotment_world_reloads_total")
+    with db.write() as conn:
+        feed.note_reset(conn)  # every process reads its world again
+    assert api.get("/resource_providers").status == 200
+    assert value(scrape(api), "allotment_world_reloads_total") - before == 1
+
+
+def test_feed_gaps_are_counted_and_shown_open(api, db):
+    import pytest
+    import sqlalchemy as sa
+
+    from allotment.storage import feed as feed_mod
+    from allotment.storage import tables
+
+    if db.backend == "sqlite":
+        pytest.skip("SQLite commits in id order: its feed has no gaps")
+    populate(api)
+    assert api.get("/resource_providers").status == 200
+    before = value(scrape(api), "allotment_feed_gaps_total")
+    with db.write() as conn:
+        head = feed_mod.head(conn)
+    # A row two ids on: the one between is what a transaction still open
+    # (or rolled back) would hold.
+    with db.autocommit() as conn:
+        conn.execute(sa.insert(tables.placement_changes).values(
+            id=head + 2, created_at=feed_mod.utcnow(), data="{}"))
+        if db.backend == "postgresql":
+            # Later writes must not be given the id just taken by hand.
+            conn.execute(sa.text(
+                "SELECT setval(pg_get_serial_sequence('placement_changes', 'id'), "
+                "(SELECT max(id) FROM placement_changes))"))
+    found = scrape(api)
+    assert value(found, "allotment_feed_gaps_total") - before == 1
+    assert value(found, "allotment_feed_gaps_open") == 1
