@@ -48,7 +48,4 @@ class Favicon:
         self.runtime = runtime
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        resp.status = falcon.HTTP_404
-        resp.content_type = "text/plain"
-        resp.data = b"No icon.\n"
-        resp.set_header("cache-control", "max-age=86400")
+        raise errors.NotFound("No icon.", headers={"cache-control": "max-age=86400"})

@@ -220,8 +220,8 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("/ui/logout", "POST", "Web view: forget the token", "web view", public=True,
               ok={303: None}, media_type="text/html"),
     Operation("/favicon.ico", "GET", "No icon (asked for by browsers)", "web view",
-              public=True, ok={}, media_type="text/plain",
-              notes="Always 404, without credentials."),
+              public=True, ok={},
+              notes="Always 404 (Placement's error format), without credentials."),
     # For monitoring (see docs/operating.md).
     Operation("/metrics", "GET", "Prometheus metrics", "monitoring",
               policy="allotment:metrics", ok={200: _HTML},
