@@ -126,6 +126,33 @@ allotment_opts = [
                "its connection is accepted, to send its whole request, and "
                "again to take the whole response. A slower client is "
                "disconnected, so it cannot hold a worker."),
+    cfg.StrOpt("metrics_bind", default="",
+               help="allotment-api only: a second HOST:PORT on which GET /metrics "
+               "and GET /healthcheck are served without credentials (and "
+               "nothing else). When set, /metrics is not served on the API's "
+               "own address. Bind it to an address only the monitoring system "
+               "reaches."),
+    cfg.BoolOpt("metrics_consumer_allocations", default=False,
+                help="Export openstack_placement_resource_provider_allocations "
+                "(one series per consumer, provider and class) on /metrics. "
+                "Read from the database in one query per scrape; off by "
+                "default because its series grow with the number of "
+                "consumers."),
+    cfg.IntOpt("audit_metrics_interval", default=300, min=0,
+               help="Seconds between runs of the consistency audit whose "
+               "findings /metrics exports (allotment_audit_*); the audit reads "
+               "every allocation, so a scrape runs it at most this often. 0 "
+               "exports no audit series."),
+    cfg.MultiStrOpt("capacity_flavors", default=[],
+                    help="A named request whose headroom /metrics exports, as "
+                    "NAME=QUERY where QUERY is a GET /allocation_candidates query "
+                    "string (e.g. 'm1.small=resources=VCPU:1,MEMORY_MB:2048,DISK_GB:20'"
+                    "). Repeat for each flavor."),
+    cfg.ListOpt("capacity_private_flavors", default=[],
+                help="Names among capacity_flavors exported with public=\"False\"."),
+    cfg.BoolOpt("capacity_metrics_per_host", default=False,
+                help="Also export openstack_free_capacity_hypervisor_by_flavor, one "
+                "series per host with room and flavor (many series on a large cloud)."),
 ]
 
 # Placement itself sets no limit; oslo.middleware's option of the same name

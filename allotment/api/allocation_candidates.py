@@ -7,6 +7,7 @@ import functools
 import falcon
 import orjson
 
+from allotment import telemetry
 from allotment.api import candidates_extensions, query, rendering
 from allotment.api.candidates_query import parse_allocation_candidates_query
 from allotment.api.resource import Resource, authorize, require_version, version
@@ -14,6 +15,7 @@ from allotment.engine.packed import Packed
 from allotment.engine.request import AllocationCandidatesRequest
 from allotment.engine.search import Candidate
 from allotment.service import allocation_candidates as service
+from allotment.service import headroom as headroom_service
 
 # Where the response grows, by microversion.
 _DICT_REQUESTS = (1, 12)
@@ -140,10 +142,12 @@ class AllocationCandidates(Resource):
         authorize(req, "placement:allocation_candidates:list")
         want = version(req)
         explain_limit = None
+        headroom = False
         if candidates_extensions.requested(req.get_header(candidates_extensions.HEADER)):
             parsed = candidates_extensions.parse_extended_query(query.pairs(req), want)
             wanted, request = parsed.request, parsed.request.base
             explain_limit = parsed.explain_limit
+            headroom = parsed.headroom
             # Tells the client its opt-in was understood.
             resp.set_header(candidates_extensions.HEADER, candidates_extensions.LEVEL)
         else:
@@ -155,10 +159,14 @@ class AllocationCandidates(Resource):
             strategy=placement.allocation_candidates_generation_strategy,
             randomize=placement.randomize_allocation_candidates,
             explain_limit=explain_limit, packed=want >= _MAPPINGS)
+        telemetry.metrics().candidates.observe(
+            sum(c.count if isinstance(c, Packed) else 1 for c in found.candidates))
         body = {
             "allocation_requests": [_encoded_request(c, want) for c in found.candidates],
             "provider_summaries": _summaries(found, request, want),
         }
         if found.explanation is not None:
             body["explanation"] = found.explanation.as_dict()
+        if headroom:
+            body["headroom"] = headroom_service.compute(self.db, wanted).as_dict()
         rendering.send_json(req, resp, body)

@@ -10,12 +10,13 @@ from oslo_middleware import cors as cors_mw
 from oslo_middleware import http_proxy_to_wsgi
 
 from allotment import errors
-from allotment.api import limits, middleware, rendering, routes
+from allotment.api import limits, metrics, middleware, rendering, routes
 from allotment.auth import middleware as auth_middleware
 from allotment.auth.policy import Policy
 from allotment.runtime import Runtime
 from allotment.service import setup
 from allotment.storage.db import Database
+from allotment.web import pages as web_pages
 from allotment.web import session as web_session
 
 LOG = logging.getLogger(__name__)
@@ -34,7 +35,7 @@ def create_app(conf: cfg.ConfigOpts, *, db: Database | None = None):
     policy = Policy(conf)
 
     app = falcon.App(
-        middleware=[middleware.Microversion(), middleware.ContentChecks(),
+        middleware=[metrics.CountRequests(), middleware.Microversion(), middleware.ContentChecks(),
                     limits.Middleware(limits.Limits.from_conf(conf)),
                     middleware.Context()],
     )
@@ -60,7 +61,10 @@ def create_app(conf: cfg.ConfigOpts, *, db: Database | None = None):
         # Only then does it do anything; it costs a WebOb round trip.
         wsgi = http_proxy_to_wsgi.HTTPProxyToWSGI(wsgi, conf)
     wsgi = middleware.AskAhead(wsgi, db.probe.ask, db.probe.settle)
-    outer = middleware.WsgiPath(middleware.CollectorPause(wsgi))
+    # /healthcheck needs no credentials; [allotment] metrics_bind's
+    # requests reach /metrics without going through authentication.
+    outer = middleware.WsgiPath(
+        metrics.Endpoints(middleware.CollectorPause(wsgi), app, conf))
     # The routed application, for whoever needs to list what is served.
     outer.falcon_app = app
     return outer
@@ -68,6 +72,12 @@ def create_app(conf: cfg.ConfigOpts, *, db: Database | None = None):
 
 def _render(req: falcon.Request, resp: falcon.Response,
             exc: errors.PlacementError) -> None:
+    metrics.count_error(exc)
+    if web_pages.wants_page(req):
+        web_pages.error_page(req, resp, exc.status, exc.title, exc.detail)
+        for name, value in exc.headers.items():
+            resp.set_header(name, value)
+        return
     version = getattr(req.context, "microversion", None)
     resp.status = falcon.code_to_http_status(exc.status)
     resp.content_type = "application/json"

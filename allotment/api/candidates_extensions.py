@@ -26,7 +26,8 @@ LEVEL = "1"
 MIN_VERSION = (1, 36)
 EXPLAIN_LIMIT_DEFAULT = 50
 EXPLAIN_LIMIT_MAX = 1000
-_EXTENSION_PARAMS = ("root_member_of", "isolate", "explain", "explain_limit", "can_split")
+_EXTENSION_PARAMS = ("root_member_of", "isolate", "explain", "explain_limit", "can_split",
+                     "headroom")
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,8 @@ class ExtendedQuery:
     request: ExtendedRequest
     # Trees to explain at most; None when no explanation was asked for.
     explain_limit: int | None = None
+    # Whether the answer also says how many more instances fit.
+    headroom: bool = False
 
 
 def requested(value: str | None) -> bool:
@@ -189,4 +192,16 @@ def parse_extended_query(params: Sequence[tuple[str, str]],
         base=base, root_member_of=root_member_of,
         forbidden_root_aggs=forbidden_root_aggs, isolate=tuple(isolate),
         anti_affinity=tuple(anti), can_split=can_split)
-    return ExtendedQuery(request, _parse_explain(values("explain"), values("explain_limit")))
+    return ExtendedQuery(request, _parse_explain(values("explain"), values("explain_limit")),
+                         _parse_flag(values("headroom"), "headroom"))
+
+
+def _parse_flag(values: list[str], name: str) -> bool:
+    if len(values) > 1:
+        raise errors.BadRequest(f"Query parameter '{name}' may be specified only once.",
+                                code=errors.ILLEGAL_DUPLICATE_QUERYPARAM)
+    if values and values[0] not in ("true", "false"):
+        raise errors.BadRequest(
+            f"Invalid value for '{name}': {values[0]!r}; expected 'true' or 'false'.",
+            code=errors.QUERYPARAM_BAD_VALUE)
+    return bool(values) and values[0] == "true"

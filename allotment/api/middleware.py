@@ -49,7 +49,10 @@ class ContentChecks:
     def process_resource(self, req, resp, resource, params) -> None:
         # Every GET produces JSON; an Accept header that rules JSON out is a 406.
         accept = req.get_header("accept")
-        if req.method == "GET" and accept and not req.client_accepts("application/json"):
+        # Resources that answer another media type (the web view's pages,
+        # /metrics) say so and are not held to JSON.
+        if req.method == "GET" and accept and getattr(resource, "serves", None) is None \
+                and not req.client_accepts("application/json"):
             raise errors.NotAcceptable("Only application/json is provided")
 
 

@@ -11,9 +11,10 @@ import jsonschema
 import orjson
 
 from allotment import errors
-from allotment.api import body, filters, query, rendering
+from allotment.api import body, candidates_extensions, filters, query, rendering
 from allotment.api.resource import Resource, authorize, version
 from allotment.api.schema import first_error
+from allotment.service import provider_listing
 from allotment.service import resource_providers as service
 
 POST_SCHEMA: dict = {
@@ -175,10 +176,40 @@ def list_filters(req: falcon.Request) -> service.ProviderFilters:
 class ResourceProviders(Resource):
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         authorize(req, "placement:resource_providers:list")
+        if candidates_extensions.requested(req.get_header(candidates_extensions.HEADER)):
+            self._detailed(req, resp)
+            return
         rows = service.list_providers(self.db, list_filters(req))
         rendering.send_json(
             req, resp, {"resource_providers": encoded_provider_bodies(req, rows)},
             last_modified=rendering.latest(*(stamp(r) for r in rows)))
+
+    def _detailed(self, req: falcon.Request, resp: falcon.Response) -> None:
+        """The listing extension (docs/extensions.md): each provider also
+        carries its inventories, usages, traits and aggregates, so a view of
+        the whole cloud is one request instead of several per provider."""
+        # Each added field is what its own reading would need.
+        for rule in ("placement:resource_providers:inventories:list",
+                     "placement:resource_providers:usages",
+                     "placement:resource_providers:traits:list",
+                     "placement:resource_providers:aggregates:list"):
+            authorize(req, rule)
+        wide = at_least(req, (1, 14))
+
+        def made(view, detail) -> tuple:
+            # Without links: what they point at is in the entry itself.
+            data = {"uuid": view.uuid, "name": view.name, "generation": view.generation}
+            if wide:
+                data["parent_provider_uuid"] = view.parent_provider_uuid
+                data["root_provider_uuid"] = view.root_provider_uuid
+            data.update(inventories=detail.inventories, usages=detail.usages,
+                        traits=detail.traits, aggregates=detail.aggregates)
+            return rendering.fragment(data), stamp(view)
+
+        found = provider_listing.list_with_details(self.db, list_filters(req), wide, made)
+        resp.set_header(candidates_extensions.HEADER, candidates_extensions.LEVEL)
+        rendering.send_json(req, resp, {"resource_providers": [f for f, _ in found]},
+                            last_modified=rendering.latest(*(when for _, when in found)))
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         body.require_json(req)

@@ -32,7 +32,7 @@ ROOT_PATHS = ("/", "", "/openapi.json")
 
 
 # The web view's sign-in page and its static assets hold no data.
-PUBLIC_PREFIXES = ("/ui/login", "/ui/static/")
+PUBLIC_PREFIXES = ("/ui/login", "/ui/logout", "/ui/static/", "/favicon.ico")
 
 
 def _is_root(environ: dict) -> bool:

@@ -66,6 +66,9 @@ RESHAPE = "placement:reshaper:reshape"
 # Not in upstream Placement: the read-only web view (each page also needs
 # the API rules of what it reads).
 WEB_VIEW = "allotment:web:view"
+# Not in upstream Placement: the Prometheus metrics (every provider's
+# inventory and usage, and the service's own counters).
+METRICS = "allotment:metrics"
 
 _PROJECT_SCOPE = ("project",)
 
@@ -194,7 +197,11 @@ _API_RULES: Sequence[tuple[str, str, str, Sequence[tuple[str, str]]]] = (
      [("POST", "/reshaper")]),
     (WEB_VIEW, ADMIN_API,
      "See the web view of provider trees and usage.",
-     [("GET", "/ui"), ("GET", "/ui/trees/{uuid}")]),
+     [("GET", "/ui"), ("GET", "/ui/trees/{uuid}"), ("GET", "/ui/capacity")]),
+    (METRICS, ADMIN_API,
+     "Scrape the Prometheus metrics: every provider's inventory and usage "
+     "and the service's own counters.",
+     [("GET", "/metrics")]),
 )
 
 

@@ -14,11 +14,12 @@ _GROUP_KEYS = ("resources", "required", "member_of", "in_tree")
 
 
 def parse_resources(text: str) -> dict[str, int]:
-    """``VCPU:2,MEMORY_MB:2048``."""
+    """``VCPU:2,MEMORY_MB:2048`` (or ``VCPU=2``, as flavors write it)."""
     out: dict[str, int] = {}
     for item in filter(None, text.split(",")):
-        rc, sep, amount = item.partition(":")
-        if not sep or not amount.strip().isdigit():
+        sep_at = min((i for i in (item.find(":"), item.find("=")) if i >= 0), default=-1)
+        rc, amount = (item[:sep_at], item[sep_at + 1:]) if sep_at >= 0 else (item, "")
+        if sep_at < 0 or not amount.strip().isdigit():
             raise click.BadParameter(f"{item!r} is not RESOURCE_CLASS:AMOUNT")
         out[rc.strip()] = int(amount)
     return out
@@ -90,26 +91,28 @@ def build_request(*, resources: str | None, required: tuple[str, ...],
 
 
 def provider_names(client: PlacementClient) -> Callable[[str], str]:
-    """Provider UUID -> name, asking the service once per provider."""
+    """Provider UUID -> name: the first name asked for reads every
+    provider's in one listing, so a long answer costs one request, not
+    one per provider."""
     names: dict[str, str] = {}
 
     def name_of(uuid: str) -> str:
-        if uuid not in names:
-            names[uuid] = client.providers.get(uuid).name
+        if not names:
+            names.update((p.uuid, p.name) for p in client.providers.list(version="1.14"))
+        if uuid not in names:  # created since the listing
+            names[uuid] = client.providers.get(uuid, version="1.14").name
         return names[uuid]
     return name_of
 
 
 def describe(client: PlacementClient, request: CandidatesRequest) -> list[dict[str, Any]]:
     """Each candidate as ``{host, host_uuid, allocations: [{provider,
-    provider_uuid, resources, groups}]}``."""
+    provider_uuid, resources, usage, groups}]}``; ``usage`` is the used and
+    capacity of each class the provider is asked for, from the answer's
+    provider summaries.  Allocations are listed host tree first, then by
+    name."""
     found = client.allocation_candidates.get(request)
-    names: dict[str, str] = {}
-
-    def name_of(uuid: str) -> str:
-        if uuid not in names:
-            names[uuid] = client.providers.get(uuid).name
-        return names[uuid]
+    name_of = provider_names(client)
 
     out = []
     for candidate in found.allocation_requests:
@@ -126,15 +129,23 @@ def describe(client: PlacementClient, request: CandidatesRequest) -> list[dict[s
         # Sharing providers are roots of their own: the host is the root
         # that is not a sharing provider's.
         host = sorted(roots, key=lambda u: (u not in _anchors(found, providers_used), u))[0]
-        out.append({
-            "host": name_of(host), "host_uuid": host,
-            "allocations": [{
-                "provider": name_of(uuid), "provider_uuid": uuid,
-                "resources": dict(sorted(
-                    candidate["allocations"].get(uuid, {}).get("resources", {}).items())),
+        def root_of(uuid: str) -> str:
+            return found.provider_summaries.get(uuid, {}).get("root_provider_uuid", uuid)
+
+        providers_used.sort(key=lambda u: (root_of(u) != host, name_of(u), u))
+        allocations = []
+        for uuid in providers_used:
+            resources = dict(sorted(
+                candidate["allocations"].get(uuid, {}).get("resources", {}).items()))
+            summary = found.provider_summaries.get(uuid, {}).get("resources", {})
+            allocations.append({
+                "provider": name_of(uuid), "provider_uuid": uuid, "resources": resources,
+                "usage": {rc: {"used": summary[rc].get("used", 0),
+                               "capacity": summary[rc].get("capacity", 0)}
+                          for rc in resources if rc in summary},
                 "groups": sorted(groups_of.get(uuid, [])),
-            } for uuid in providers_used],
-        })
+            })
+        out.append({"host": name_of(host), "host_uuid": host, "allocations": allocations})
     return out
 
 
@@ -152,10 +163,13 @@ def table_rows(candidates: list[dict[str, Any]]) -> list[list[Any]]:
     rows = []
     for number, candidate in enumerate(candidates, 1):
         for i, alloc in enumerate(candidate["allocations"]):
+            usage = alloc.get("usage", {})
             rows.append([
                 number if i == 0 else "", candidate["host"] if i == 0 else "",
                 alloc["provider"],
                 ", ".join(f"{rc}={n}" for rc, n in alloc["resources"].items()) or "-",
+                ", ".join(f"{rc} {u['used']}/{u['capacity']}"
+                          for rc, u in usage.items()),
                 ", ".join(alloc["groups"]),
             ])
     return rows

@@ -106,13 +106,41 @@ def server_explanation(client: PlacementClient, request: CandidatesRequest,
                        explain_limit: int | None = None) -> list[dict[str, str]]:
     """Per host, why it yields no candidate, as allotment's explain extension
     says (one request; a service without the extension refuses it)."""
+    return server_report(client, request, names, explain_limit)["explanation"]
+
+
+COUNTERS = ("trees_examined", "trees_with_candidates", "trees_cut_by_limit",
+            "trees_without_candidates", "truncated")
+
+
+def _shortfall(tree: dict[str, Any]) -> float:
+    """How far a host is from fitting: the amount missing for a capacity
+    reason (near misses first); anything else after every such host."""
+    if {"requested", "capacity", "used"} <= tree.keys():
+        return tree["used"] + tree["requested"] - tree["capacity"]
+    return float("inf")
+
+
+def server_report(client: PlacementClient, request: CandidatesRequest,
+                  names: Callable[[str], str],
+                  explain_limit: int | None = None) -> dict[str, Any]:
+    """The explain extension's answer for people: ``counters`` (what the
+    server examined), ``reasons`` (how many hosts each reason ruled out)
+    and ``explanation`` (per host, near misses first: the hosts that miss
+    the least of a class)."""
     asked = dataclasses.replace(request, explain=True, explain_limit=explain_limit)
     explanation = client.allocation_candidates.get(asked).explanation or {}
+    trees = sorted(explanation.get("trees", []), key=_shortfall)
+    reasons: dict[str, int] = {}
+    for tree in [*trees, *explanation.get("sharing_providers", [])]:
+        reasons[tree["reason"]] = reasons.get(tree["reason"], 0) + 1
     rows = [{"host": names(tree["root_provider_uuid"]),
              "host_uuid": tree["root_provider_uuid"], "why": _reason_text(tree)}
-            for tree in explanation.get("trees", [])]
+            for tree in trees]
     for sharing in explanation.get("sharing_providers", []):
         uuid = sharing["provider_uuid"]
         rows.append({"host": f"{names(uuid)} (sharing)", "host_uuid": uuid,
                      "why": _reason_text(sharing)})
-    return rows
+    return {"counters": {k: explanation[k] for k in COUNTERS if k in explanation},
+            "reasons": dict(sorted(reasons.items(), key=lambda item: (-item[1], item[0]))),
+            "explanation": rows}

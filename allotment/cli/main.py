@@ -17,10 +17,15 @@ import click
 from allotment.cli import candidates as cand
 from allotment.cli import compare
 from allotment.cli.connect import make_client
-from allotment.cli.explain import explain, server_explanation
+from allotment.cli.explain import explain, server_report
 from allotment.cli.output import FORMATS, bar, emit
 from allotment.client import LATEST, ApiError, ClientError, PlacementClient
 from allotment.client import report as reports
+from allotment.client.api import microversion_parse as parse_version
+
+# Exit status of `candidates` when nothing fits (as grep's "no match").
+NOTHING_FITS = 1
+CANDIDATE_COLUMNS = ["#", "host", "provider", "resources", "used/capacity", "groups"]
 
 
 class _Lazy:
@@ -28,6 +33,7 @@ class _Lazy:
 
     def __init__(self, ctx: click.Context, **options: Any) -> None:
         self._ctx, self._options, self._client = ctx, options, None
+        self._read_version: str | None = None
         self.format = options.pop("fmt")
 
     @property
@@ -41,6 +47,17 @@ class _Lazy:
             self._client = self._ctx.with_resource(make_client(**self._options))
         return self._client
 
+    @property
+    def read_version(self) -> str:
+        """The newest version both sides know: read-only views ask at it,
+        whatever ``--os-placement-api-version`` says, so a version set for
+        other tools never makes them fail."""
+        if self._read_version is None:
+            server = self.client.versions()
+            newest = min(parse_version(LATEST), parse_version(server["max_version"]))
+            self._read_version = f"{newest[0]}.{newest[1]}"
+        return self._read_version
+
 
 def _headers(values: tuple[str, ...]) -> dict[str, str]:
     out = {}
@@ -50,6 +67,18 @@ def _headers(values: tuple[str, ...]) -> dict[str, str]:
             raise click.BadParameter(f"{value!r} is not NAME:VALUE", param_hint="--header")
         out[name.strip()] = content.strip()
     return out
+
+
+def _set_format(ctx: click.Context, _param, value: str | None) -> None:
+    if value is not None:
+        ctx.find_object(_Lazy).format = value
+
+
+def format_option(command):
+    """``-f/--format`` after the command name too, as osc takes it."""
+    return click.option("-f", "--format", "fmt", type=click.Choice(FORMATS), default=None,
+                        expose_value=False, callback=_set_format, is_eager=False,
+                        help="Output format (overrides the one before the command).")(command)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -96,6 +125,7 @@ def cli(ctx: click.Context, url, token, cloud, database_url, microversion, heade
 @click.option("--explain", "explain_hosts", type=click.IntRange(1, 1000), metavar="N",
               help="Ask allotment's explain extension why each host (up to N) yields "
                    "no candidate. json/yaml output becomes {candidates, explanation}.")
+@format_option
 @click.pass_obj
 def candidates_cmd(obj: _Lazy, resources, required, member_of, in_tree, groups,
                    group_policy, same_subtree, root_required, limit, why,
@@ -108,24 +138,79 @@ def candidates_cmd(obj: _Lazy, resources, required, member_of, in_tree, groups,
     found = cand.describe(obj.client, request)
     if explain_hosts:
         names = cand.provider_names(obj.client)
-        rows = server_explanation(obj.client, request, names, explain_limit=explain_hosts)
-        tables = [("", ["#", "host", "provider", "resources", "groups"],
-                   cand.table_rows(found)),
-                  ("", ["host", "why it yields no candidate"],
+        report = server_report(obj.client, request, names, explain_limit=explain_hosts)
+        rows = report["explanation"]
+        tables = [("", CANDIDATE_COLUMNS, cand.table_rows(found)),
+                  ("what the service examined", ["counter", "value"],
+                   [[k, v] for k, v in report["counters"].items()]),
+                  ("hosts ruled out, by reason", ["reason", "hosts"],
+                   [[k, v] for k, v in report["reasons"].items()]),
+                  ("nearest misses first", ["host", "why it yields no candidate"],
                    [[r["host"], r["why"]] for r in rows])]
-        emit(obj.format, {"candidates": found, "explanation": rows}, tables)
+        emit(obj.format, {"candidates": found, **report}, tables)
+        if not found:
+            click.get_current_context().exit(NOTHING_FITS)
         return
     reasons = explain(obj.client, request) if why and not found else []
-    tables = [("", ["#", "host", "provider", "resources", "groups"], cand.table_rows(found))]
+    tables = [("", CANDIDATE_COLUMNS, cand.table_rows(found))]
     if reasons:
         tables.append(("", ["why nothing fits"], [[r] for r in reasons]))
     emit(obj.format, {"candidates": found, "why": reasons} if why else found, tables)
-    if not found and obj.format == "table":
-        click.echo("No candidate fits this request.", err=True)
+    if not found:
+        if obj.format == "table":
+            click.echo("No candidate fits this request.", err=True)
+        click.get_current_context().exit(NOTHING_FITS)
+
+
+@cli.command("capacity")
+@click.option("-r", "--resources", help="Unsuffixed group: RC:N,RC:N (or RC=N).")
+@click.option("--required", multiple=True, help="Traits: A,!B or in:A,B (repeatable).")
+@click.option("--member-of", multiple=True,
+              help="Aggregates: UUID, in:U1,U2 or !in:U1,U2 (repeatable).")
+@click.option("-g", "--group", "groups", multiple=True, metavar="'SUFFIX key=value ...'",
+              help="A granular group, as for candidates.")
+@click.option("--group-policy", type=click.Choice(["none", "isolate"]))
+@click.option("--same-subtree", multiple=True, metavar="SUFFIX,SUFFIX")
+@click.option("--root-required", metavar="TRAIT,!TRAIT", help="Traits of the root.")
+@click.option("--hosts", "show_hosts", type=click.IntRange(min=0), default=20,
+              show_default=True, help="Hosts to list, roomiest first (0: all).")
+@format_option
+@click.pass_obj
+def capacity_cmd(obj: _Lazy, resources, required, member_of, groups, group_policy,
+                 same_subtree, root_required, show_hosts) -> None:
+    """How many more instances of a request (a flavor) fit: per host, per
+    aggregate and in total, placed as the scheduler's search places them
+    (nested trees, granular groups and sharing providers included); and the
+    largest amount of each class that still fits anywhere.  allotment only
+    (its headroom extension), one request."""
+    request = cand.build_request(
+        resources=resources, required=required, member_of=member_of, in_tree=None,
+        groups=groups, group_policy=group_policy, same_subtree=same_subtree,
+        root_required=root_required, limit=1)
+    request.headroom = True
+    request.extensions = True
+    found = obj.client.allocation_candidates.get(request, version=obj.read_version)
+    if found.headroom is None:
+        raise click.ClickException(
+            "The service did not answer with headroom: it is not allotment (the "
+            "headroom extension needs allotment).")
+    room = found.headroom
+    hosts = sorted(room["hosts"], key=lambda h: (-h["count"], h["name"]))
+    listed = hosts if not show_hosts else hosts[:show_hosts]
+    tables = [("", ["instances that fit"], [[room["total"]]]),
+              (f"per host ({len(hosts)} with room)", ["host", "instances"],
+               [[h["name"], h["count"]] for h in listed])]
+    if room["aggregates"]:
+        tables.append(("per aggregate", ["aggregate", "instances"],
+                       [[a, n] for a, n in sorted(room["aggregates"].items())]))
+    tables.append(("largest amount that still fits in one provider", ["class", "amount"],
+                   [[rc, n] for rc, n in sorted(room["largest"].items())]))
+    emit(obj.format, room, tables)
 
 
 @cli.command("reshape")
 @click.argument("body", type=click.File("r"))
+@format_option
 @click.pass_obj
 def reshape_cmd(obj: _Lazy, body) -> None:
     """POST /reshaper with BODY, a JSON file ({"inventories": ..., "allocations": ...};
@@ -148,10 +233,22 @@ def reshape_cmd(obj: _Lazy, body) -> None:
 @click.option("--project", required=True, help="Project id.")
 @click.option("--user", help="Only this user's consumers.")
 @click.option("--consumer-type", help="One type, 'all' (summed) or 'unknown'.")
+@format_option
 @click.pass_obj
 def usages_cmd(obj: _Lazy, project, user, consumer_type) -> None:
     """A project's usage per consumer type (microversion 1.38+)."""
-    usages = obj.client.usages.totals(project, user_id=user, consumer_type=consumer_type)
+    version = obj.client.version_for(None)
+    if parse_version(version) < (1, 9):
+        version = "1.9"  # the first with /usages
+    if consumer_type and parse_version(version) < (1, 38):
+        version = "1.38"
+    usages = obj.client.usages.totals(project, user_id=user, consumer_type=consumer_type,
+                                      version=version)
+    if not any(isinstance(entry, dict) for entry in usages.values()):
+        # Before 1.38: one total per class, not grouped by consumer type.
+        emit(obj.format, usages,
+             [("", ["class", "used"], [[rc, n] for rc, n in sorted(usages.items())])])
+        return
     classes = sorted({rc for entry in usages.values() if isinstance(entry, dict)
                       for rc in entry if rc != "consumer_count"})
     rows = [[ctype, entry.get("consumer_count", ""), *(entry.get(rc, 0) for rc in classes)]
@@ -167,23 +264,55 @@ def consumer_group() -> None:
 def _consumer_tables(record: dict[str, Any]) -> list:
     facts = [[k, record.get(k, "")] for k in ("consumer_type", "project_id", "user_id",
                                               "consumer_generation")]
-    rows = [[rp, ", ".join(f"{rc}={n}" for rc, n in sorted(a["resources"].items()))]
-            for rp, a in sorted(record.get("allocations", {}).items())]
-    return [("", ["field", "value"], facts), ("", ["provider", "resources"], rows)]
+    rows = [[a.get("host", ""), a.get("provider", rp),
+             ", ".join(f"{rc}={n}" for rc, n in sorted(a["resources"].items()))]
+            for rp, a in sorted(record.get("allocations", {}).items(),
+                                key=lambda item: (item[1].get("host", ""),
+                                                  item[1].get("provider", ""), item[0]))]
+    return [("", ["field", "value"], facts), ("", ["host", "provider", "resources"], rows)]
+
+
+def _consumer(obj: _Lazy, consumer: str) -> dict[str, Any]:
+    """The consumer's record at the newest version, each allocation with
+    its provider's name and its host's (the root's) name."""
+    client, version = obj.client, obj.read_version
+    record = client.allocations.get(consumer, version=version)
+    if not record.get("allocations"):
+        raise click.ClickException(
+            f"No consumer {consumer}: it holds no allocations (Placement keeps no "
+            "consumer without allocations).")
+    names: dict[str, Any] = {}
+
+    def provider(uuid: str):
+        if uuid not in names:
+            names[uuid] = client.providers.find(uuid, version="1.14")
+        return names[uuid]
+
+    for uuid, allocation in record["allocations"].items():
+        found = provider(uuid)
+        if found is None:
+            continue
+        root = provider(found.root_provider_uuid or uuid)
+        allocation["provider"] = found.name
+        allocation["host"] = root.name if root is not None else ""
+    return record
 
 
 @consumer_group.command("show")
 @click.argument("consumer")
+@format_option
 @click.pass_obj
 def consumer_show(obj: _Lazy, consumer) -> None:
-    """A consumer's allocations, type, project and user."""
-    record = obj.client.allocations.get(consumer)
+    """A consumer's allocations (with provider and host names), type, project
+    and user."""
+    record = _consumer(obj, consumer)
     emit(obj.format, record, _consumer_tables(record))
 
 
 @consumer_group.command("set-type")
 @click.argument("consumer")
 @click.argument("consumer_type")
+@format_option
 @click.pass_obj
 def consumer_set_type(obj: _Lazy, consumer, consumer_type) -> None:
     """Give CONSUMER the type CONSUMER_TYPE, keeping its allocations."""
@@ -195,7 +324,7 @@ def consumer_set_type(obj: _Lazy, consumer, consumer_type) -> None:
                            user_id=record["user_id"],
                            consumer_generation=record.get("consumer_generation"),
                            consumer_type=consumer_type)
-    record = client.allocations.get(consumer)
+    record = _consumer(obj, consumer)
     emit(obj.format, record, _consumer_tables(record))
 
 
@@ -217,6 +346,7 @@ def _provider_rows(report: reports.ProviderReport) -> list[list[Any]]:
 
 @cli.command("tree")
 @click.argument("host")
+@format_option
 @click.pass_obj
 def tree_cmd(obj: _Lazy, host) -> None:
     """HOST's tree (a provider name or uuid): providers, inventories, usage,
@@ -231,22 +361,41 @@ def tree_cmd(obj: _Lazy, host) -> None:
     emit(obj.format, tree.as_dict(), tables)
 
 
+def _cell(amount: reports.Amount | None) -> str:
+    return f"{amount.used}/{amount.capacity} ({amount.percent:.0f}%)" if amount else ""
+
+
 @cli.command("hosts")
 @click.option("--name", default="", help="Only hosts whose name contains this.")
+@click.option("--aggregate", metavar="UUID", help="Only trees with a provider in it.")
+@click.option("--trait", help="Only trees with a provider that has it.")
+@click.option("--class", "resource_class", metavar="RC",
+              help="Only trees with inventory of it (and sort --sort usage by it).")
+@click.option("--sort", type=click.Choice(reports.SORTS), default="name", show_default=True,
+              help="usage: fullest first (the busiest class, or --class).")
+@click.option("--by-aggregate", is_flag=True, help="Also print totals per aggregate.")
+@format_option
 @click.pass_obj
-def hosts_cmd(obj: _Lazy, name) -> None:
-    """Every host (tree): capacity and usage per resource class."""
-    hosts = reports.host_summaries(obj.client, name)
-    rows = []
-    for host in hosts:
-        classes = list(host.usage) or [""]
-        for i, rc in enumerate(sorted(classes)):
-            amount = host.usage.get(rc)
-            label = host.name + (" (sharing)" if host.sharing else "")
-            rows.append([label if i == 0 else "", host.providers if i == 0 else "", rc,
-                         bar(amount.used, amount.capacity) if amount else ""])
-    emit(obj.format, [h.as_dict() for h in hosts],
-         [("", ["host", "providers", "class", "usage"], rows)])
+def hosts_cmd(obj: _Lazy, name, aggregate, trait, resource_class, sort, by_aggregate) -> None:
+    """Every host (tree): capacity and usage per resource class, and the totals.
+
+    One request against allotment (the listing extension), however many
+    hosts; against upstream Placement, several per provider."""
+    found = reports.host_list(obj.client, name, aggregate=aggregate, trait=trait,
+                              resource_class=resource_class, sort=sort)
+    classes = sorted({rc for h in found.hosts for rc in h.usage})
+    if resource_class:
+        classes = [resource_class]
+    rows = [[h.name + (" (sharing)" if h.sharing else ""), h.providers,
+             *(_cell(h.usage.get(rc)) for rc in classes)] for h in found.hosts]
+    tables = [("", ["host", "providers", *classes], rows),
+              (f"total of {len(found.hosts)} hosts", classes,
+               [[_cell(found.total.get(rc)) for rc in classes]])]
+    if by_aggregate:
+        tables.append(("per aggregate", ["aggregate", *classes],
+                       [[agg, *(_cell(usage.get(rc)) for rc in classes)]
+                        for agg, usage in sorted(found.by_aggregate.items())]))
+    emit(obj.format, found.as_dict(), tables)
 
 
 cli.add_command(compare.command)
@@ -254,10 +403,7 @@ cli.add_command(compare.command)
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        # A command that ends with ctx.exit(code) gives its code back here.
         code = cli.main(args=argv, prog_name="allotment", standalone_mode=False)
-        if isinstance(code, int):
-            return code
     except click.exceptions.Abort:
         click.echo("Aborted.", err=True)
         return 1
@@ -267,7 +413,8 @@ def main(argv: list[str] | None = None) -> int:
     except (ApiError, ClientError) as exc:
         click.echo(f"Error: {exc}", err=True)
         return 1
-    return 0
+    # A command that ends with ctx.exit(N) hands N back here.
+    return code if isinstance(code, int) else 0
 
 
 if __name__ == "__main__":  # pragma: no cover

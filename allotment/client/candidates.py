@@ -151,6 +151,8 @@ class CandidatesRequest:
     can_split: Iterable[str] = ()
     explain: bool = False
     explain_limit: int | None = None
+    # How many more instances fit (docs/extensions/headroom.md).
+    headroom: bool = False
     extensions: bool = False
 
     def __post_init__(self) -> None:
@@ -164,7 +166,7 @@ class CandidatesRequest:
         self.can_split = _sorted(self.can_split)
         anti = any(s.startswith("!") for st in self.same_subtree for s in st)
         if (self.root_member_of or self.forbidden_root_aggregates or self.isolate
-                or self.can_split or self.explain or anti):
+                or self.can_split or self.explain or self.headroom or anti):
             self.extensions = True
         self._check_extensions()
         for suffix in self.groups:
@@ -214,7 +216,7 @@ class CandidatesRequest:
         wide = {k: kwargs.pop(k) for k in (
             "group_policy", "limit", "root_required", "root_member_of",
             "forbidden_root_aggregates", "can_split", "explain", "explain_limit",
-            "extensions") if k in kwargs}
+            "headroom", "extensions") if k in kwargs}
         return cls(RequestGroup(resources=resources, **kwargs), **wide)
 
     def _all_groups(self) -> list[RequestGroup]:
@@ -248,6 +250,8 @@ class CandidatesRequest:
             out.append(("explain", "true"))
             if self.explain_limit is not None:
                 out.append(("explain_limit", str(self.explain_limit)))
+        if self.headroom:
+            out.append(("headroom", "true"))
         return out
 
     def headers(self) -> dict[str, str]:
@@ -295,6 +299,9 @@ class Candidates:
     version: str
     # With CandidatesRequest(explain=True): see docs/extensions/explain.md.
     explanation: dict[str, Any] | None = None
+    # With CandidatesRequest(headroom=True): {total, hosts: [{uuid, name,
+    # count}], aggregates, largest}; see docs/extensions/headroom.md.
+    headroom: dict[str, Any] | None = None
 
     def __len__(self) -> int:
         return len(self.allocation_requests)
@@ -307,4 +314,4 @@ class AllocationCandidatesAPI(Noun):
         body = self._client.get("/allocation_candidates", params=request.params(),
                                 version=version, headers=request.headers()).json()
         return Candidates(body["allocation_requests"], body["provider_summaries"], version,
-                          body.get("explanation"))
+                          body.get("explanation"), body.get("headroom"))

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import urlencode
 
+import orjson
 import requests
 
 from allotment.client.exceptions import TransportError
@@ -33,7 +34,8 @@ class Response:
         self.headers = {k.lower(): v for k, v in self.headers.items()}
 
     def json(self) -> Any:
-        return jsonlib.loads(self.body.decode("utf-8")) if self.body else None
+        # orjson: a listing of every provider of a large cloud is megabytes.
+        return orjson.loads(self.body) if self.body else None
 
     def header(self, name: str, default: str | None = None) -> str | None:
         return self.headers.get(name.lower(), default)

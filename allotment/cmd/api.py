@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
 import sys
+import tempfile
 
 from gunicorn.app.base import BaseApplication
 
+from allotment import telemetry
 from allotment.cmd import common
 from allotment.cmd.worker import DeadlineSyncWorker
 from allotment.service import setup
@@ -15,12 +19,42 @@ from allotment.storage import db as db_mod
 DEFAULT_BIND = "127.0.0.1:8778"
 
 
+def _child_exit(_server, worker) -> None:
+    # A worker that exited leaves its counts behind (they still add up);
+    # its live gauges go.
+    telemetry.mark_process_dead(worker.pid)
+
+
+def metrics_dir(workers: int, configured: str | None = None) -> str | None:
+    """Where several workers keep the counts /metrics sums: the directory
+    given (``PROMETHEUS_MULTIPROC_DIR``), or a fresh one; None for one
+    worker, whose counts live in its own memory.
+
+    The directory is emptied first: counts of an earlier run would add up
+    with this one's.
+    """
+    if configured:
+        path = configured
+        os.makedirs(path, exist_ok=True)
+        for name in os.listdir(path):
+            if name.endswith(".db"):
+                os.unlink(os.path.join(path, name))
+        return path
+    if workers < 2:
+        return None
+    return tempfile.mkdtemp(prefix="allotment-metrics-")
+
+
 class _Server(BaseApplication):
     def __init__(self, conf, bind: str, workers: int,
                  control_socket: str | None = None) -> None:
         self._conf = conf
+        binds = [bind]
+        if conf.allotment.metrics_bind:
+            binds.append(conf.allotment.metrics_bind)
         self._options = {
-            "bind": bind,
+            "bind": binds,
+            "child_exit": _child_exit,
             "workers": workers,
             # Each worker builds its own app (own connection pool) after fork.
             "preload_app": False,
@@ -86,7 +120,17 @@ def main(argv: list[str] | None = None) -> int:
     setup.prepare_database(database, conf)
     database.dispose()
 
-    _Server(conf, args.bind, args.workers, args.control_socket).run()
+    # Set before any worker makes a metric (workers make theirs on first
+    # use, after the fork).
+    configured = os.environ.get(telemetry.MULTIPROC_ENV)
+    directory = metrics_dir(args.workers, configured)
+    if directory:
+        os.environ[telemetry.MULTIPROC_ENV] = directory
+    try:
+        _Server(conf, args.bind, args.workers, args.control_socket).run()
+    finally:
+        if directory and not configured:
+            shutil.rmtree(directory, ignore_errors=True)
     return 0
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from allotment.cmd import common
+from allotment.cmd import audit_report, common
 from allotment.service import setup
 from allotment.storage import db as db_mod
 from allotment.storage import migration
@@ -29,12 +29,25 @@ def main(argv: list[str] | None = None) -> int:
         "openapi", help="write the OpenAPI document of the API (what /openapi.json serves)")
     openapi_parser.add_argument("--output", "-o", default="-",
                                 help="file to write (default: standard output)")
+    audit_parser = commands.add_parser(
+        "audit", help="look for inconsistencies in the database (exit 1 when any "
+        "is left)")
+    audit_parser.add_argument("--fix", action="store_true",
+                              help="repair what can be repaired without losing anything: "
+                              "consumers without allocations, stored roots that disagree "
+                              "with the parents")
+    audit_parser.add_argument("--format", "-f", choices=("text", "json"), default="text")
     args = parser.parse_args(argv)
     if args.category == "openapi":
         return _write_openapi(args.output)
     conf = common.load_conf(args)
 
     database = db_mod.Database.from_conf(conf)
+    if args.category == "audit":
+        try:
+            return audit_report.main(database, fix=args.fix, fmt=args.format)
+        finally:
+            database.dispose()
     try:
         if args.action == "sync":
             return _sync(database)

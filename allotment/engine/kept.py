@@ -65,6 +65,7 @@ def tree_answer(plan: Plan, r: int, rng: random.Random | None,
     stamp = _stamp(snap, revisions, r)
     found = answers.get(r)
     if found is not None and found[0] == stamp:
+        answers.store.hits += 1
         if found[1].whole:
             return iter(found[1])
         if found[1].packed is not None and plan.packing:
@@ -100,7 +101,7 @@ def peeker(plan: Plan, kind_of: Callable[[Plan], Hashable],
     if revisions is None:
         return None
     answers = _answers(plan, kind_of)
-    held = answers.get
+    held, store = answers.get, answers.store
     # Snapshot.tree_members and sharing_by_anchor, looked up once.
     many, served = snap.trees_of_many().get, snap.sharing_by_anchor.get
     at = revisions.__getitem__
@@ -114,6 +115,7 @@ def peeker(plan: Plan, kind_of: Callable[[Plan], Hashable],
         if (stamp[0] != tuple(map(at, many(r) or (r,)))
                 or stamp[1] != tuple(map(at, served(r, ())))):
             return None
+        store.hits += 1
         return found[1]
 
     return peek
@@ -230,6 +232,8 @@ class Store:
         self._roots = roots
         self.kinds: dict[Hashable, Kind] = {}
         self.results = 0
+        # Trees answered from what was kept (read by the service's metrics).
+        self.hits = 0
 
     def budget(self) -> int:
         return max(MIN_BUDGET, self._providers())

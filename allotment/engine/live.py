@@ -158,6 +158,10 @@ class LiveSnapshot(Snapshot):
         tree (see engine.kept)."""
         return self._kept.kind(kind)
 
+    def kept_hits(self) -> int:
+        """Trees answered from kept answers so far."""
+        return self._kept.hits
+
     def _touch(self, i: int) -> None:
         self._revs[i] = _REVISIONS.take()
 

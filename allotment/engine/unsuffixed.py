@@ -156,6 +156,7 @@ def _lonely_search(plan: Plan) -> Callable[[int], Candidate | bool | None]:
         revision = revisions[r]
         held = memo.get(r)
         if held is not None and held[0] == revision:
+            memo.store.hits += 1
             return held[1]
         found = check(r)
         if found:

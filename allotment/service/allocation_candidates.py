@@ -13,7 +13,7 @@ import random
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from allotment import errors
+from allotment import errors, telemetry
 from allotment.engine import extensions, search
 from allotment.engine.explain import Explanation, explain
 from allotment.engine.extensions import ExtendedRequest
@@ -202,9 +202,12 @@ def find(
             if explain_limit is None:
                 return EMPTY
             return CandidatesResult([], [], explain(snap, ext, tree_limit=explain_limit))
+        hits = snap.kept_hits()
         candidates = list(extensions.find_candidates(
             snap, ext, max_candidates=max_candidates, strategy=strategy,
             randomize=randomize, rng=rng, packed=packed))
+        if snap.kept_hits() > hits:
+            telemetry.metrics().kept_hits.inc(snap.kept_hits() - hits)
         explanation = None
         if explain_limit is not None:
             caps = [c for c in (request.limit, max_candidates) if c is not None and c >= 0]

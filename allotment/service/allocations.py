@@ -24,7 +24,7 @@ from typing import TypeVar
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Row
 
-from allotment import errors
+from allotment import errors, telemetry
 from allotment.service import consumers as consumer_service
 from allotment.service.consumers import ConsumerRequest
 from allotment.storage import allocations as store
@@ -90,6 +90,8 @@ def run_write(db: Database, work: Callable[[Connection], T], *, attempts: int,
             reason = "IntegrityError"
         LOG.debug("Retrying allocation write (attempt %d of %d) after %s",
                   attempt, attempts, reason)
+        if attempt < attempts:
+            telemetry.metrics().retries.inc()
     LOG.warning("Exceeded retry limit of %d on allocations write", attempts)
     raise errors.ConcurrentUpdate(conflict)
 

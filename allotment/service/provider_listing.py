@@ -10,15 +10,26 @@ lookups: the work follows the size of the answer.
 from __future__ import annotations
 
 import datetime
-from collections.abc import Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from allotment import errors
 from allotment.engine.live import LiveSnapshot
-from allotment.engine.snapshot import CAPACITY, MAX_UNIT, MIN_UNIT, STEP_SIZE
+from allotment.engine.snapshot import (
+    CAPACITY,
+    MAX_UNIT,
+    MIN_UNIT,
+    RATIO,
+    RESERVED,
+    STEP_SIZE,
+    TOTAL,
+)
 from allotment.storage.db import Database
 from allotment.world import sync as world_sync
 from allotment.world.model import World
+
+T = TypeVar("T")
 
 # Placement's largest amount (a signed 32-bit integer): no inventory holds more.
 MAX_AMOUNT = 0x7FFFFFFF
@@ -113,81 +124,138 @@ def list_providers(db: Database, filters) -> list[ProviderView]:
     """
     with world_sync.current(db) as world:
         refuse_damaged(world, filters.in_tree)
+        memo = world.memo("provider_view")
+        return [_view(world, world.snapshot, u, memo) for u in _matching(world, filters)]
+
+
+@dataclass(frozen=True)
+class ProviderDetail:
+    """What a provider's inventories, usages, traits and aggregates
+    readings say, as the listing's extension adds them."""
+
+    inventories: dict[str, dict[str, int | float]]
+    usages: dict[str, int]
+    traits: list[str]
+    aggregates: list[str]
+
+
+def list_with_details(db: Database, filters, shape: Hashable,
+                      made: Callable[[ProviderView, ProviderDetail], T]) -> list[T]:
+    """:func:`list_providers`, each provider with its details, all read
+    from one state of the world, as ``made(view, detail)`` makes them.
+
+    What ``made`` returns is kept with the provider's revision and
+    ``shape`` (whatever else it depends on, e.g. the microversion) and
+    handed out again while neither changes: a large listing asked again is
+    mostly what was made before.
+    """
+    with world_sync.current(db) as world:
+        refuse_damaged(world, filters.in_tree)
         snap = world.snapshot
-        chosen: Iterable[int] | None = None
-        if filters.in_tree is not None:
-            i = snap.index.get(filters.in_tree)
-            if i is None:
-                return []
-            chosen = snap.tree_members(snap.root[i])
-        known_traits = world.names.trait_rank
-        for any_of in filters.required_traits:
-            for name in sorted(any_of):
-                if name not in known_traits:
-                    raise _bad_trait(name)
-        # As upstream: traits or aggregates that no provider anywhere has end
-        # the request (empty) before the names of later filters are looked up.
-        everyone = snap.index.values()
-        if filters.required_traits and not _anyone_has(
-                snap.traits, filters.required_traits, everyone):
+        views = world.memo("provider_view")
+        kept = world.memo("provider_detail")
+        ids = {name: cid for cid, name in world.names.class_by_id.items()}
+        out = []
+        for uuid in _matching(world, filters):
+            view = _view(world, snap, uuid, views)
+            found = kept.get(uuid)
+            if found is not None and found[0] == view.revision \
+                    and found[1] == (shape, world.names_version):
+                out.append(found[2])
+                continue
+            i = snap.index[uuid]
+            inventory = snap.inventory[i] or {}
+            used = snap.used.get(uuid, {})
+            classes = sorted(inventory, key=lambda rc: ids.get(rc, 0))
+            item = made(view, ProviderDetail(
+                inventories={rc: {
+                    "total": inventory[rc][TOTAL], "reserved": inventory[rc][RESERVED],
+                    "min_unit": inventory[rc][MIN_UNIT], "max_unit": inventory[rc][MAX_UNIT],
+                    "step_size": inventory[rc][STEP_SIZE],
+                    "allocation_ratio": inventory[rc][RATIO]} for rc in classes},
+                usages={rc: used.get(rc, 0) for rc in classes},
+                traits=sorted(snap.traits[i]), aggregates=sorted(snap.aggregates[i])))
+            kept[uuid] = (view.revision, (shape, world.names_version), item)
+            out.append(item)
+        return out
+
+
+def _matching(world: World, filters) -> list[str]:
+    """UUIDs of the providers matching every filter, in creation order."""
+    snap = world.snapshot
+    chosen: Iterable[int] | None = None
+    if filters.in_tree is not None:
+        i = snap.index.get(filters.in_tree)
+        if i is None:
             return []
-        for name in sorted(filters.forbidden_traits):
+        chosen = snap.tree_members(snap.root[i])
+    known_traits = world.names.trait_rank
+    for any_of in filters.required_traits:
+        for name in sorted(any_of):
             if name not in known_traits:
                 raise _bad_trait(name)
-        if filters.member_of and not _anyone_has(
-                snap.aggregates, filters.member_of,
-                set().union(*(snap.agg_members.get(a, ()) for a in filters.member_of[0]))):
-            return []
-        classes = world.names.classes
-        for name in filters.resources:
-            if name not in classes:
-                raise errors.BadRequest(
-                    "Invalid resource class in resources parameter: No such "
-                    f"resource class {name}.")
-        if any(amount > MAX_AMOUNT for amount in filters.resources.values()):
-            return []  # no inventory can hold that much
+    # As upstream: traits or aggregates that no provider anywhere has end
+    # the request (empty) before the names of later filters are looked up.
+    everyone = snap.index.values()
+    if filters.required_traits and not _anyone_has(
+            snap.traits, filters.required_traits, everyone):
+        return []
+    for name in sorted(filters.forbidden_traits):
+        if name not in known_traits:
+            raise _bad_trait(name)
+    if filters.member_of and not _anyone_has(
+            snap.aggregates, filters.member_of,
+            set().union(*(snap.agg_members.get(a, ()) for a in filters.member_of[0]))):
+        return []
+    classes = world.names.classes
+    for name in filters.resources:
+        if name not in classes:
+            raise errors.BadRequest(
+                "Invalid resource class in resources parameter: No such "
+                f"resource class {name}.")
+    if any(amount > MAX_AMOUNT for amount in filters.resources.values()):
+        return []  # no inventory can hold that much
 
-        # Start from the narrowest set a filter names, then check the rest.
-        if filters.uuid is not None:
-            i = snap.index.get(filters.uuid)
-            narrow: Iterable[int] = () if i is None else (i,)
-            chosen = narrow if chosen is None else set(chosen) & set(narrow)
-        if filters.name is not None:
-            uuid = world.by_name.get(filters.name)
-            narrow = () if uuid is None else (snap.index[uuid],)
-            chosen = narrow if chosen is None else set(chosen) & set(narrow)
-        if chosen is None and filters.member_of:
-            chosen = set().union(*(snap.agg_members.get(a, ()) for a in filters.member_of[0]))
-        if chosen is None and filters.resources:
-            chosen = snap.by_rc.get(next(iter(filters.resources)), ())
-        if chosen is None:
-            chosen = snap.index.values()
+    # Start from the narrowest set a filter names, then check the rest.
+    if filters.uuid is not None:
+        i = snap.index.get(filters.uuid)
+        narrow: Iterable[int] = () if i is None else (i,)
+        chosen = narrow if chosen is None else set(chosen) & set(narrow)
+    if filters.name is not None:
+        uuid = world.by_name.get(filters.name)
+        narrow = () if uuid is None else (snap.index[uuid],)
+        chosen = narrow if chosen is None else set(chosen) & set(narrow)
+    if chosen is None and filters.member_of:
+        chosen = set().union(*(snap.agg_members.get(a, ()) for a in filters.member_of[0]))
+    if chosen is None and filters.resources:
+        chosen = snap.by_rc.get(next(iter(filters.resources)), ())
+    if chosen is None:
+        chosen = snap.index.values()
 
-        traits, aggregates = snap.traits, snap.aggregates
-        uuids = snap.uuids
-        if not (filters.required_traits or filters.forbidden_traits or filters.member_of
-                or filters.forbidden_aggregates or filters.resources):
-            found = [uuids[i] for i in chosen]
-            chosen = ()
-        else:
-            found = []
-        for i in chosen:
-            have = traits[i]
-            if any(any_of.isdisjoint(have) for any_of in filters.required_traits):
-                continue
-            if not filters.forbidden_traits.isdisjoint(have):
-                continue
-            aggs = aggregates[i]
-            if any(any_of.isdisjoint(aggs) for any_of in filters.member_of):
-                continue
-            if not filters.forbidden_aggregates.isdisjoint(aggs):
-                continue
-            if filters.resources and not _has_room(snap, i, filters.resources):
-                continue
-            found.append(uuids[i])
-        found.sort(key=world.creation_rank().__getitem__)
-        memo = world.memo("provider_view")
-        return [_view(world, snap, u, memo) for u in found]
+    traits, aggregates = snap.traits, snap.aggregates
+    uuids = snap.uuids
+    if not (filters.required_traits or filters.forbidden_traits or filters.member_of
+            or filters.forbidden_aggregates or filters.resources):
+        found = [uuids[i] for i in chosen]
+        chosen = ()
+    else:
+        found = []
+    for i in chosen:
+        have = traits[i]
+        if any(any_of.isdisjoint(have) for any_of in filters.required_traits):
+            continue
+        if not filters.forbidden_traits.isdisjoint(have):
+            continue
+        aggs = aggregates[i]
+        if any(any_of.isdisjoint(aggs) for any_of in filters.member_of):
+            continue
+        if not filters.forbidden_aggregates.isdisjoint(aggs):
+            continue
+        if filters.resources and not _has_room(snap, i, filters.resources):
+            continue
+        found.append(uuids[i])
+    found.sort(key=world.creation_rank().__getitem__)
+    return found
 
 
 def usages(db: Database, uuid: str) -> tuple[int, dict[str, int]] | None:

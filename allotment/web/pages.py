@@ -26,8 +26,27 @@ def render(req: falcon.Request, resp: falcon.Response, template: str, *,
     # The pages and their assets come from this service only.
     resp.set_header("content-security-policy",
                     "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'")
+    ctx = getattr(req.context, "ctx", None)
+    user = None
+    if ctx is not None and ctx.user_id:
+        user = ctx.user_id + (f" (project {ctx.project_id})" if ctx.project_id else "")
     resp.data = _ENV.get_template(template).render(
-        base=req.env.get("SCRIPT_NAME", "") + "/ui", **context).encode()
+        base=req.env.get("SCRIPT_NAME", "") + "/ui", user=user, **context).encode()
+
+
+def wants_page(req: falcon.Request) -> bool:
+    """Whether an error on this request is answered as a page: a browser
+    (asking for HTML) on the web view."""
+    path = req.path
+    return ((path == "/ui" or path.startswith("/ui/"))
+            and "text/html" in (req.get_header("accept") or ""))
+
+
+def error_page(req: falcon.Request, resp: falcon.Response, status: int, title: str,
+               detail: str) -> None:
+    """An error of the web view as a page, with the way back."""
+    render(req, resp, "error.html", status=status, title=title, status_code=status,
+           detail=detail)
 
 
 def form(req: falcon.Request) -> dict[str, str]:

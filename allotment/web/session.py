@@ -19,6 +19,7 @@ from allotment.web import pages
 COOKIE = "allotment_token"
 PREFIX = "/ui"
 LOGIN = "/ui/login"
+LOGOUT = "/ui/logout"
 
 
 class CookieToken:
@@ -30,12 +31,19 @@ class CookieToken:
 
     def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "")
+        if path == PREFIX + "/":
+            # The host list lives at /ui; /ui/ is what people type.
+            query = environ.get("QUERY_STRING", "")
+            location = environ.get("SCRIPT_NAME", "") + PREFIX + (f"?{query}" if query else "")
+            start_response("301 Moved Permanently", [("Location", location),
+                                                     ("Content-Length", "0")])
+            return [b""]
         if (path == PREFIX or path.startswith(PREFIX + "/")) \
                 and "HTTP_X_AUTH_TOKEN" not in environ:
             token = _cookie_token(environ.get("HTTP_COOKIE", ""))
             if token:
                 environ["HTTP_X_AUTH_TOKEN"] = token
-            elif not path.startswith((LOGIN, PREFIX + "/static/")) and \
+            elif not path.startswith((LOGIN, PREFIX + "/static/", LOGOUT)) and \
                     "text/html" in environ.get("HTTP_ACCEPT", ""):
                 script = environ.get("SCRIPT_NAME", "")
                 start_response("303 See Other", [("Location", script + LOGIN),
@@ -54,6 +62,8 @@ def _cookie_token(header: str) -> str | None:
 
 class Login:
     """GET: the sign-in form. POST: keep the token in a cookie, go to /ui."""
+
+    serves = "text/html"
 
     def __init__(self, runtime) -> None:
         self.runtime = runtime
@@ -78,3 +88,20 @@ class Login:
             "Set-Cookie",
             f"{COOKIE}={quote(token, safe='')}; Path={script}{PREFIX}; HttpOnly; "
             f"SameSite=Strict{secure}")
+
+
+class Logout:
+    """POST: forget the token (the cookie expires), back to the sign-in page."""
+
+    serves = "text/html"
+
+    def __init__(self, runtime) -> None:
+        self.runtime = runtime
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        script = req.env.get("SCRIPT_NAME", "")
+        resp.status = falcon.HTTP_303
+        resp.location = script + LOGIN
+        resp.append_header(
+            "Set-Cookie",
+            f"{COOKIE}=; Path={script}{PREFIX}; HttpOnly; SameSite=Strict; Max-Age=0")

@@ -22,6 +22,8 @@ def _load() -> dict[str, tuple[bytes, str]]:
 
 
 class Static:
+    serves = "assets"
+
     def __init__(self, runtime) -> None:
         self.runtime = runtime
         # A handful of small files: read once, served from memory.
@@ -33,3 +35,17 @@ class Static:
             raise errors.NotFound("")
         resp.data, resp.content_type = found
         resp.set_header("cache-control", "max-age=3600")
+
+
+class Favicon:
+    """``/favicon.ico``: browsers ask for it on every page.  It needs no
+    credentials (a 401 there fills browser consoles with errors and asks for
+    a sign-in on every page); there is no icon: a plain 404, kept for a day."""
+
+    serves = "image/x-icon"
+
+    def __init__(self, runtime) -> None:
+        self.runtime = runtime
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        raise errors.NotFound("No icon.", headers={"cache-control": "max-age=86400"})

@@ -31,6 +31,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from allotment import telemetry
 from allotment.storage import catch_up, feed
 from allotment.storage import snapshot as store
 from allotment.storage.db import Database
@@ -161,6 +162,7 @@ class Replica:
             # Rows commit in id order: a skipped id was rolled back (SQLite)
             # or never taken, never to appear.
             return True
+        telemetry.metrics().feed_gaps.inc(len(skipped))
         noticed = feed.now(conn)
         since = time.monotonic()
         for i in skipped:
@@ -210,6 +212,7 @@ class Replica:
                 self.gaps = {i: Gap(noticed, since)
                              for i in range(max(pruned, 1), self.head) if i not in present}
             self.rebuilds += 1
+            telemetry.metrics().reloads.inc()
 
     def apply(self, entries: list[feed.Entry], conn,
               read: tuple[set[int], dict[int, dict]] | None = None) -> None:

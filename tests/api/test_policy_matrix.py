@@ -68,7 +68,7 @@ RULE_BASE = {name: check.removeprefix("rule:").removesuffix("_api")
              for name, check in UPSTREAM_RULES.items() if name.startswith("placement:")}
 # allotment's own rules (not in upstream), by the same scheme.
 ADMIN = "admin"
-OWN_RULE_BASE = {policies.WEB_VIEW: ADMIN}
+OWN_RULE_BASE = {policies.WEB_VIEW: ADMIN, policies.METRICS: ADMIN}
 BASE_RULES = {"admin_api", "service_api", "admin_or_service_api", "project_reader_api",
               "admin_or_project_reader_or_service_api"}
 

@@ -12,7 +12,9 @@ def live(tmp_path_factory):
     """A real allotment server (noauth2) with the small cloud of world.py."""
     workdir = tmp_path_factory.mktemp("cli-live")
     database_url = f"sqlite:///{workdir}/allotment.sqlite"
-    server = start_allotment(database_url, workdir, workers=1)
+    # Two workers: a browser may open a connection ahead and leave it idle,
+    # holding one sync worker until the client timeout.
+    server = start_allotment(database_url, workdir, workers=2)
     try:
         with PlacementClient.from_url(server.url, token="admin") as client:
             server.world = seed(client)

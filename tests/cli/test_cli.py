@@ -72,7 +72,7 @@ def test_tree_of_unknown_host_is_an_error(live, capsys):
 def test_hosts_sum_each_tree(live, capsys):
     code, out, _ = run(live, capsys, "hosts", "--name", "COMPUTE", fmt="yaml")
     assert code == 0
-    hosts = {h["name"]: h for h in yaml.safe_load(out)}
+    hosts = {h["name"]: h for h in yaml.safe_load(out)["hosts"]}
     assert set(hosts) == {"compute-1", "compute-2"}
     assert hosts["compute-1"]["providers"] == 3
     assert hosts["compute-2"]["usage"]["VCPU"] == {"capacity": 16, "used": 2}
@@ -111,7 +111,7 @@ def test_candidates_filters_and_limit(live, capsys):
                        "--required", "in:HW_CPU_X86_AVX2,CUSTOM_GOLD")
     assert {c["host_uuid"] for c in json.loads(out)} == {w.host1}
     code, out, err = run(live, capsys, "candidates", "-r", "VCPU:1000", fmt="table")
-    assert code == 0 and "No candidate fits" in err
+    assert code == 1 and "No candidate fits" in err
     code, out, err = run(live, capsys, "candidates", "-r", "VCPU:1",
                          "--required", "CUSTOM_NOWHERE")
     assert code == 1 and "No such trait" in err
@@ -244,7 +244,7 @@ def test_every_format_of_usages(live, capsys, fmt):
 def test_why_nothing_fits(live, capsys, args, reason):
     args = tuple(a.replace("HOST2", live.world.host2) for a in args)
     code, out, err = run(live, capsys, "candidates", "--why", *args)
-    assert code == 0, err
+    assert code == 1, err  # nothing fits
     answer = json.loads(out)
     assert answer["candidates"] == []
     assert any(reason in r for r in answer["why"]), answer["why"]
@@ -255,12 +255,12 @@ def test_why_is_empty_when_something_fits(live, capsys):
     answer = json.loads(out)
     assert code == 0 and answer["candidates"] and answer["why"] == []
     code, out, _ = run(live, capsys, "candidates", "--why", "-r", "VCPU:64", fmt="table")
-    assert code == 0 and "why nothing fits" in out and "64 VCPU" in out
+    assert code == 1 and "why nothing fits" in out and "64 VCPU" in out
 
 
 def test_explain_names_why_each_host_yields_nothing(live, capsys):
     code, out, err = run(live, capsys, "candidates", "--explain", "10", "-r", "VCPU:64")
-    assert code == 0, err
+    assert code == 1, err  # nothing fits
     answer = json.loads(out)
     assert answer["candidates"] == []
     by_host = {row["host"]: row["why"] for row in answer["explanation"]}
@@ -270,7 +270,7 @@ def test_explain_names_why_each_host_yields_nothing(live, capsys):
         assert "requested=64" in by_host[host]
     code, out, _ = run(live, capsys, "candidates", "--explain", "10", "-r", "VCPU:64",
                        fmt="table")
-    assert code == 0 and "why it yields no candidate" in out and "compute-2" in out
+    assert code == 1 and "why it yields no candidate" in out and "compute-2" in out
 
 
 def test_explain_alongside_candidates(live, capsys):

@@ -99,7 +99,7 @@ def allowed(policy: Policy, persona: str, action: str, target=None) -> bool:
 # --- the rule list -------------------------------------------------------
 
 # Rules of allotment's own additions, not in upstream Placement.
-OWN_RULES = {"allotment:web:view": "rule:admin_api"}
+OWN_RULES = {"allotment:web:view": "rule:admin_api", "allotment:metrics": "rule:admin_api"}
 
 
 def test_every_upstream_rule_with_its_default() -> None:

@@ -158,3 +158,22 @@ def test_screenshot_of_a_tree(browser, live, tmp_path):
     assert gpu.is_displayed() and gpu.size["height"] > 40
     if os.environ.get("ALLOTMENT_UPDATE_SCREENSHOT"):
         DOCS_PICTURE.write_bytes(picture)
+
+
+def test_signed_in_as_sign_out_and_error_pages(browser, live):
+    sign_in(browser, live)
+    WebDriverWait(browser, 10).until(ec.presence_of_element_located((By.ID, "hosts")))
+    assert browser.find_element(By.ID, "signed-in").text.startswith("signed in as admin")
+    # A stale link is a page with the way back, not a JSON document.
+    browser.get(f"{live.url}/ui/trees/00000000-0000-0000-0000-000000000000")
+    assert "may have been deleted" in browser.find_element(By.ID, "detail").text
+    browser.find_element(By.LINK_TEXT, "Back to the hosts").click()
+    WebDriverWait(browser, 10).until(ec.presence_of_element_located((By.ID, "hosts")))
+    button = browser.find_element(By.ID, "sign-out")
+    button.click()
+    WebDriverWait(browser, 10, ignored_exceptions=(WebDriverException,)).until(
+        ec.staleness_of(button))
+    assert browser.current_url.endswith("/ui/login")
+    browser.get(live.url + "/ui")  # no session any more
+    WebDriverWait(browser, 10).until(ec.presence_of_element_located((By.ID, "token")))
+    assert browser.current_url.endswith("/ui/login")

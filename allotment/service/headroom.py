@@ -1,0 +1,63 @@
+"""How many more instances of a request fit (engine.headroom), from the
+process's world, with the names renderers show."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from allotment.engine import headroom as engine
+from allotment.engine.extensions import ExtendedRequest
+from allotment.engine.request import AllocationCandidatesRequest
+from allotment.storage.db import Database
+from allotment.world import sync as world_sync
+
+
+@dataclass(frozen=True)
+class HostCount:
+    uuid: str
+    name: str
+    count: int
+
+
+@dataclass(frozen=True)
+class Headroom:
+    total: int
+    hosts: list[HostCount]  # by name
+    aggregates: dict[str, int]
+    largest: dict[str, int]
+
+    def as_dict(self) -> dict:
+        return {"total": self.total,
+                "hosts": [{"uuid": h.uuid, "name": h.name, "count": h.count}
+                          for h in self.hosts],
+                "aggregates": dict(sorted(self.aggregates.items())),
+                "largest": dict(sorted(self.largest.items()))}
+
+
+def compute(db: Database, request: AllocationCandidatesRequest | ExtendedRequest,
+            ) -> Headroom:
+    with world_sync.current(db) as world:
+        return of_world(world, request)
+
+
+def of_world(world, request: AllocationCandidatesRequest | ExtendedRequest,
+             largest: dict[str, int] | None = None) -> Headroom:
+    """:func:`compute` over a world the caller already holds.  Each tree's
+    answer is kept in the world until the tree changes, per request."""
+    snap = world.snapshot
+    # Requests hold mappings (not hashable): their text names their kind.
+    memo = world.memo(("headroom", repr(request)))
+    found = engine.count(snap, request, memo=memo, with_largest=largest is None)
+    if largest is not None:
+        found.largest = largest
+    hosts = sorted((HostCount(uuid, snap.name_of(snap.index[uuid]), n)
+                    for uuid, n in found.per_host.items()), key=lambda h: (h.name, h.uuid))
+    return Headroom(found.total, hosts, found.per_aggregate, found.largest)
+
+
+def compute_many(db: Database, requests: dict[str, AllocationCandidatesRequest],
+                 ) -> dict[str, Headroom]:
+    """Several named requests (flavors) against one state of the world."""
+    with world_sync.current(db) as world:
+        largest = engine.largest(world.snapshot)
+        return {name: of_world(world, req, largest) for name, req in requests.items()}
