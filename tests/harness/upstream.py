@@ -16,8 +16,8 @@ from pathlib import Path
 
 VERSION = "16.0.0"
 # What upstream needs beyond its own requirements to serve as we run it:
-# a WSGI server and the PostgreSQL driver its oslo.db expects.
-_EXTRAS = ("gunicorn", "psycopg2-binary")
+# a WSGI server and the PostgreSQL and MySQL drivers its oslo.db expects.
+_EXTRAS = ("gunicorn", "psycopg2-binary", "PyMySQL")
 _ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -25,9 +25,17 @@ def venv_path() -> Path:
     return Path(os.environ.get("ALLOTMENT_UPSTREAM_VENV", _ROOT / ".upstream" / "venv"))
 
 
+def _marker(venv: Path) -> Path:
+    return venv / f".placement-{VERSION}"
+
+
+def _marker_text() -> str:
+    return " ".join((VERSION, *_EXTRAS)) + "\n"
+
+
 def _installed(venv: Path) -> bool:
-    marker = venv / f".placement-{VERSION}"
-    return marker.exists() and (venv / "bin" / "gunicorn").exists()
+    marker = _marker(venv)
+    return marker.exists() and marker.read_text() == _marker_text()
 
 
 def ensure_venv() -> Path:
@@ -48,8 +56,10 @@ def ensure_venv() -> Path:
 
 
 def _build(venv: Path) -> None:
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    """A new venv, or the missing extras added to one made before them."""
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q"]
-    subprocess.run([*pip, "--upgrade", "pip"], check=True, stdout=subprocess.DEVNULL)
+    if not _marker(venv).exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([*pip, "--upgrade", "pip"], check=True, stdout=subprocess.DEVNULL)
     subprocess.run([*pip, f"openstack-placement=={VERSION}", *_EXTRAS], check=True)
-    (venv / f".placement-{VERSION}").write_text(VERSION + "\n")
+    _marker(venv).write_text(_marker_text())
