@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from allotment.cli import candidates as cand
+from allotment.cli import compare
 from allotment.cli.connect import make_client
 from allotment.cli.explain import explain, server_explanation
 from allotment.cli.output import FORMATS, bar, emit
@@ -28,6 +29,11 @@ class _Lazy:
     def __init__(self, ctx: click.Context, **options: Any) -> None:
         self._ctx, self._options, self._client = ctx, options, None
         self.format = options.pop("fmt")
+
+    @property
+    def options(self) -> dict[str, Any]:
+        """How the command was asked to connect."""
+        return dict(self._options)
 
     @property
     def client(self) -> PlacementClient:
@@ -243,9 +249,15 @@ def hosts_cmd(obj: _Lazy, name) -> None:
          [("", ["host", "providers", "class", "usage"], rows)])
 
 
+cli.add_command(compare.command)
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
-        cli.main(args=argv, prog_name="allotment", standalone_mode=False)
+        # A command that ends with ctx.exit(code) gives its code back here.
+        code = cli.main(args=argv, prog_name="allotment", standalone_mode=False)
+        if isinstance(code, int):
+            return code
     except click.exceptions.Abort:
         click.echo("Aborted.", err=True)
         return 1

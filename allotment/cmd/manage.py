@@ -17,8 +17,14 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="category", required=True)
     db_parser = commands.add_parser("db", help="database schema")
     db_commands = db_parser.add_subparsers(dest="action", required=True)
-    db_commands.add_parser("sync", help="create or migrate the schema to the latest version")
+    db_commands.add_parser(
+        "sync", help="create or migrate the schema to the latest version; on upstream "
+        "Placement's database, adopt it")
     db_commands.add_parser("version", help="print the schema version")
+    down = db_commands.add_parser(
+        "downgrade", help="'downgrade upstream': hand the database back to upstream "
+        "Placement 16.0.0's schema, keeping every row")
+    down.add_argument("target", choices=["upstream"])
     openapi_parser = commands.add_parser(
         "openapi", help="write the OpenAPI document of the API (what /openapi.json serves)")
     openapi_parser.add_argument("--output", "-o", default="-",
@@ -31,14 +37,57 @@ def main(argv: list[str] | None = None) -> int:
     database = db_mod.Database.from_conf(conf)
     try:
         if args.action == "sync":
-            migration.upgrade(database.engine)
-            setup.sync_standards(database)
-            print(f"Database schema at {migration.current_revision(database.engine)}")
-        else:
-            print(migration.current_revision(database.engine) or "None")
+            return _sync(database)
+        if args.action == "downgrade":
+            return _hand_back(database)
+        print(migration.describe(database.engine))
     finally:
         database.dispose()
     return 0
+
+
+def _sync(database: db_mod.Database) -> int:
+    before = migration.state(database.engine)
+    try:
+        migration.upgrade(database.engine)
+    except migration.SchemaError as exc:
+        print(f"allotment-manage: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:
+        print(_interrupted("db sync", exc), file=sys.stderr)
+        return 1
+    setup.sync_standards(database)
+    if before.upstream == migration.UPSTREAM_HEAD and before.own is None:
+        print("Adopted upstream Placement's database; 'allotment-manage db downgrade "
+              "upstream' hands it back.")
+    print(f"Database schema at {migration.describe(database.engine)}")
+    return 0
+
+
+def _hand_back(database: db_mod.Database) -> int:
+    try:
+        migration.hand_back(database.engine)
+    except migration.SchemaError as exc:
+        print(f"allotment-manage: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:
+        print(_interrupted("db downgrade upstream", exc), file=sys.stderr)
+        return 1
+    print(f"Database schema at {migration.describe(database.engine)}; upstream "
+          "Placement 16.0.0 serves it as it is.")
+    return 0
+
+
+def _interrupted(what: str, exc: Exception) -> str:
+    hint = ""
+    if "1419" in str(exc) or "SUPER privilege" in str(exc):
+        hint = ("MySQL with binary logging lets only SUPER create triggers: set "
+                "log_bin_trust_function_creators = 1 on the server (or grant SUPER), "
+                "and grant TRIGGER on Placement's database.\n")
+    return (f"allotment-manage: '{what}' stopped: {type(exc).__name__}: {exc}\n{hint}"
+            "Placement's data is intact: on PostgreSQL and SQLite nothing of this run "
+            "was kept; on MySQL the steps done so far are allotment's own additions, and "
+            f"running '{what}' again once the cause is fixed finishes the job.")
 
 
 def _write_openapi(output: str) -> int:

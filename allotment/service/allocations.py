@@ -117,7 +117,7 @@ def write(conn: Connection, batch: Sequence[ConsumerAllocations]) -> None:
     existing = consumer_store.get_many_by_uuid(conn, uuids)
 
     # Consumers removing everything touch the providers they held.
-    emptied = [existing[u].id for u, item in zip(uuids, batch, strict=True)
+    emptied = [u for u, item in zip(uuids, batch, strict=True)
                if not item.allocations and u in existing]
     old_rows = store.of_consumers(conn, emptied)
 
@@ -147,7 +147,7 @@ def write(conn: Connection, batch: Sequence[ConsumerAllocations]) -> None:
             raise UnknownResourceClass(f"No such resource class {name}.")
 
     allocs: list[_Alloc] = []
-    old_by_consumer: dict[int, list[Row]] = defaultdict(list)
+    old_by_consumer: dict[str, list[Row]] = defaultdict(list)
     for row in old_rows:
         old_by_consumer[row.consumer_id].append(row)
     for index, (item, state) in enumerate(zip(batch, states, strict=True)):
@@ -157,7 +157,7 @@ def write(conn: Connection, batch: Sequence[ConsumerAllocations]) -> None:
                     allocs.append(_Alloc(index, by_uuid[provider_uuid], class_ids[name],
                                          name, used))
         else:
-            for row in old_by_consumer.get(state.id, []):
+            for row in old_by_consumer.get(state.uuid, []):
                 allocs.append(_Alloc(index, by_id[row.resource_provider_id],
                                      row.resource_class_id, row.resource_class, 0))
 
@@ -165,7 +165,7 @@ def write(conn: Connection, batch: Sequence[ConsumerAllocations]) -> None:
     touched_cids = {a.class_id for a in allocs}
     # Usage as it was before this write, with the inventory it is held to.
     limits = store.limits_and_usage(conn, touched_pids, touched_cids)
-    removed = store.delete_of_consumers(conn, [s.id for s in states if not s.created])
+    removed = store.delete_of_consumers(conn, [s.uuid for s in states if not s.created])
     _check_fit(allocs, limits, removed)
 
     added: dict[tuple[int, int], int] = defaultdict(int)
@@ -173,7 +173,7 @@ def write(conn: Connection, batch: Sequence[ConsumerAllocations]) -> None:
     for index, state in enumerate(states):
         amounts = {(a.provider.id, a.class_id): a.used
                    for a in allocs if a.consumer == index and a.used > 0}
-        store.insert(conn, state.id, amounts)
+        store.insert(conn, state.uuid, amounts)
         for key, used in amounts.items():
             added[key] += used
         if amounts:
@@ -195,7 +195,7 @@ def write(conn: Connection, batch: Sequence[ConsumerAllocations]) -> None:
     # now go away, as upstream: an empty write for a consumer that held
     # nothing leaves its record (created at generation 0 if it was new).
     consumer_store.delete_if_no_allocations(
-        conn, [states[index].id for index in {a.consumer for a in allocs} - holding])
+        conn, [states[index].uuid for index in {a.consumer for a in allocs} - holding])
 
 
 def _check_fit(allocs: list[_Alloc], limits: Mapping, removed: Mapping) -> None:
@@ -277,11 +277,11 @@ def delete_for_consumer(db: Database, consumer_uuid: str) -> None:
     """Remove every allocation of a consumer, and with them the consumer."""
     with db.write() as conn:
         consumer = consumer_store.get_many_by_uuid(conn, [consumer_uuid]).get(consumer_uuid)
-        removed = store.delete_of_consumers(conn, [consumer.id]) if consumer else {}
+        removed = store.delete_of_consumers(conn, [consumer_uuid]) if consumer else {}
         if not removed:
             raise errors.NotFound(f"No allocations for consumer '{consumer_uuid}'")
         store.note_usage(conn, removed, {})
-        consumer_store.delete_if_no_allocations(conn, [consumer.id])
+        consumer_store.delete_if_no_allocations(conn, [consumer_uuid])
 
 
 def get_for_consumer(db: Database, consumer_uuid: str) -> list[Row]:

@@ -23,12 +23,27 @@ def prepare_database(db: Database, conf) -> None:
     server databases only with ``[placement_database] sync_on_startup``, as
     upstream does, so that schema changes stay an operator's decision.
     """
+    found = migration.state(db.engine)
+    # Taking over upstream Placement's database is the operator's decision
+    # (after a backup): a start never does it by itself, even on SQLite.
+    if found.upstream == migration.UPSTREAM_HEAD and found.own is None:
+        raise errors.ServiceUnavailable(
+            "The database is upstream Placement's: run 'allotment-manage db sync' "
+            "to adopt it (see docs/adopting.md).")
     if db.backend == "sqlite" or conf.placement_database.sync_on_startup:
-        migration.upgrade(db.engine)
+        try:
+            migration.upgrade(db.engine)
+        except migration.SchemaError as exc:
+            raise errors.ServiceUnavailable(str(exc)) from None
     if migration.current_revision(db.engine) != migration.head_revision(db.engine):
         raise errors.ServiceUnavailable(
             "The database schema is not up to date: run "
             "'allotment-manage db sync'.")
+    with db.engine.connect() as conn:
+        if not migration.triggers_complete(conn):
+            raise errors.ServiceUnavailable(
+                "The triggers that report other programs' writes to allotment are "
+                "missing: run 'allotment-manage db sync'.")
     sync_standards(db)
 
 

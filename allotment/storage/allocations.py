@@ -50,7 +50,7 @@ def for_consumer(conn: Connection, consumer_uuid: str) -> list[Row]:
         users.c.external_id.label("user_external_id"),
         consumer_types.c.name.label("consumer_type"),
     ).select_from(
-        TABLE.join(consumers, TABLE.c.consumer_id == consumers.c.id)
+        TABLE.join(consumers, TABLE.c.consumer_id == consumers.c.uuid)
         .join(rp, TABLE.c.resource_provider_id == rp.c.id)
         .join(resource_classes, TABLE.c.resource_class_id == resource_classes.c.id)
         .join(projects, consumers.c.project_id == projects.c.id)
@@ -72,16 +72,16 @@ def for_provider(conn: Connection, provider_id: int) -> list[Row]:
         resource_classes.c.name.label("resource_class"),
         TABLE.c.used, TABLE.c.created_at, TABLE.c.updated_at,
     ).select_from(
-        TABLE.join(consumers, TABLE.c.consumer_id == consumers.c.id)
+        TABLE.join(consumers, TABLE.c.consumer_id == consumers.c.uuid)
         .join(resource_classes, TABLE.c.resource_class_id == resource_classes.c.id)
     ).where(TABLE.c.resource_provider_id == provider_id).order_by(TABLE.c.id)
     return list(conn.execute(query))
 
 
-def of_consumers(conn: Connection, consumer_ids: Iterable[int]) -> list[Row]:
+def of_consumers(conn: Connection, consumer_uuids: Iterable[str]) -> list[Row]:
     """Allocation rows (consumer_id, resource_provider_id, resource_class_id,
-    resource_class, used) of some consumers."""
-    ids = sorted(set(consumer_ids))
+    resource_class, used) of some consumers; consumer_id is the UUID."""
+    ids = sorted(set(consumer_uuids))
     if not ids:
         return []
     query = sa.select(
@@ -157,10 +157,10 @@ def limits_and_usage(conn: Connection, provider_ids: Iterable[int],
     return found
 
 
-def delete_of_consumers(conn: Connection, consumer_ids: Iterable[int]) -> dict[Pair, int]:
+def delete_of_consumers(conn: Connection, consumer_uuids: Iterable[str]) -> dict[Pair, int]:
     """Remove the consumers' allocations; returns what they held, summed per
     (provider, class), for the change feed's usage deltas."""
-    ids = sorted(set(consumer_ids))
+    ids = sorted(set(consumer_uuids))
     if not ids:
         return {}
     held: dict[Pair, int] = {}
@@ -178,7 +178,7 @@ def delete_of_consumers(conn: Connection, consumer_ids: Iterable[int]) -> dict[P
     return held
 
 
-def insert(conn: Connection, consumer_id: int,
+def insert(conn: Connection, consumer_uuid: str,
            amounts: Mapping[Pair, int]) -> None:
     """Add one consumer's allocations: {(provider_id, class_id): used}.
 
@@ -189,7 +189,7 @@ def insert(conn: Connection, consumer_id: int,
         return
     now = utcnow()
     conn.execute(sa.insert(TABLE), [
-        {"consumer_id": consumer_id, "resource_provider_id": pid,
+        {"consumer_id": consumer_uuid, "resource_provider_id": pid,
          "resource_class_id": cid, "used": used, "created_at": now}
         for (pid, cid), used in sorted(amounts.items())
     ])
@@ -206,7 +206,7 @@ def note_usage(conn: Connection, removed: Mapping[Pair, int],
 
 def _owned_by(project_external_id: str, user_external_id: str | None):
     joined = (
-        TABLE.join(consumers, TABLE.c.consumer_id == consumers.c.id)
+        TABLE.join(consumers, TABLE.c.consumer_id == consumers.c.uuid)
         .join(projects, consumers.c.project_id == projects.c.id)
         .outerjoin(consumer_types, consumers.c.consumer_type_id == consumer_types.c.id)
     )

@@ -138,11 +138,11 @@ def bump_generation(conn: Connection, consumer_id: int, seen_generation: int) ->
     return result.rowcount == 1
 
 
-def delete_if_no_allocations(conn: Connection, consumer_ids: Iterable[int]) -> None:
-    """Remove the consumers among ``consumer_ids`` that hold no allocation."""
-    ids = sorted(set(consumer_ids))
-    if not ids:
+def delete_if_no_allocations(conn: Connection, consumer_uuids: Iterable[str]) -> None:
+    """Remove the consumers among ``consumer_uuids`` that hold no allocation."""
+    uuids = sorted(set(consumer_uuids))
+    if not uuids:
         return
     holding = sa.select(allocations.c.consumer_id).where(
-        allocations.c.consumer_id == TABLE.c.id)
-    conn.execute(sa.delete(TABLE).where(TABLE.c.id.in_(ids), ~sa.exists(holding)))
+        allocations.c.consumer_id == TABLE.c.uuid)
+    conn.execute(sa.delete(TABLE).where(TABLE.c.uuid.in_(uuids), ~sa.exists(holding)))

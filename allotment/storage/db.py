@@ -19,6 +19,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from allotment import conf as conf_mod
 from allotment.storage import faults, feed, watch
+from allotment.storage.tables import allotment_writer
 
 # How long a SQLite writer waits for the lock before giving up (ms).
 SQLITE_BUSY_TIMEOUT_MS = 60_000
@@ -124,8 +125,12 @@ def _timeouts(backend: str, connect: int, statement: int) -> dict:
                       # Notice a server that vanished without closing the socket.
                       "keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5,
                       "keepalives_count": 3}
+        # Marks the session as allotment's: the triggers that report other
+        # writers' changes to the feed leave ours alone (storage/foreign.py).
+        options = ["-c allotment.writer=on"]
         if statement:
-            args["options"] = f"-c statement_timeout={statement * 1000}"
+            options.append(f"-c statement_timeout={statement * 1000}")
+        args["options"] = " ".join(options)
         return args
     if backend == "mysql":
         args = {"connect_timeout": connect}
@@ -195,10 +200,15 @@ def idle_connection_alive(dbapi_conn) -> bool:
 
 
 def _setup_mysql(engine: Engine, mode: str, statement_timeout: int) -> None:
+    # Standard resource class ids start at 0 (VCPU), as upstream numbers them.
+    modes = ",".join([m for m in mode.split(",") if m.strip()] + ["NO_AUTO_VALUE_ON_ZERO"])
+
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn, _record):
         cur = dbapi_conn.cursor()
-        cur.execute("SET SESSION sql_mode = %s", (mode,))
+        cur.execute("SET SESSION sql_mode = %s", (modes,))
+        # The session is allotment's (see storage/foreign.py).
+        cur.execute("SET @allotment_writer = 1")
         if statement_timeout:
             cur.execute("SET SESSION innodb_lock_wait_timeout = %s", (statement_timeout,))
             if "mariadb" in dbapi_conn.get_server_info().lower():
@@ -220,6 +230,13 @@ def _failures_as_unavailable() -> Iterator[None]:
         if translated is None:
             raise
         raise translated from exc
+
+
+# On SQLite an allotment write holds this row while it runs, so that the
+# triggers reporting other writers' changes leave it alone (storage/foreign.py);
+# writers are serial, so nobody else ever sees it.
+_WRITER_IN = sa.insert(allotment_writer).values(id=1)
+_WRITER_OUT = sa.delete(allotment_writer)
 
 
 class Database:
@@ -268,8 +285,12 @@ class Database:
             feed.begin(conn)
             try:
                 with conn.begin():
+                    if self.backend == "sqlite":
+                        conn.execute(_WRITER_IN)
                     yield conn
                     feed.flush(conn, feed.end(conn), retention=self.feed_retention)
+                    if self.backend == "sqlite":
+                        conn.execute(_WRITER_OUT)
             finally:
                 feed.end(conn)
 

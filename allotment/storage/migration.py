@@ -1,34 +1,206 @@
-"""Schema migrations with Alembic, driven from code (no alembic.ini needed)."""
+"""Schema migrations with Alembic, driven from code (no alembic.ini needed).
+
+allotment's schema is upstream Placement's (its tables at upstream's
+revision ``a082b8bb98d0``) plus tables and triggers of allotment's own, in
+two Alembic histories:
+
+* upstream's tables, versioned where upstream versions them
+  (``alembic_version``): created on an empty database, and otherwise left
+  at upstream's revision, so that upstream's processes and its
+  ``placement-manage db sync`` find their schema current while both serve
+  one database;
+* allotment's additions, versioned in ``allotment_version``.  Adding them to
+  a database upstream filled is *adoption*; removing them is the hand-back
+  (:func:`hand_back`).
+
+Anything else is refused before a single statement changes it
+(:func:`check`): an upstream database at an older revision, one whose
+upstream tables are damaged, one that is neither's.
+"""
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
+import sqlalchemy as sa
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Engine
 
+from allotment.storage import foreign, tables
+
 _HERE = os.path.dirname(os.path.abspath(__file__))
+# Upstream Placement's last revision, which allotment's schema builds on.
+UPSTREAM_HEAD = "a082b8bb98d0"
+# Upstream's earlier revisions, oldest first.
+UPSTREAM_OLDER = ("b4ed3a175331", "611cd6dffd7b", "b5c396305c25", "422ece571366")
+# allotment's own schema before it became upstream's (see storage/legacy.py),
+# versioned in alembic_version.
+LEGACY = ("0001", "0002", "0003", "0004")
+UPSTREAM_VERSIONS = "alembic_version"
+OWN_VERSIONS = "allotment_version"
 
 
-def alembic_config(engine: Engine) -> Config:
+class SchemaError(Exception):
+    """The database cannot be migrated as it is; the message says why and
+    what to do.  Nothing was changed."""
+
+
+def alembic_config(engine: Engine, *, upstream: bool = False) -> Config:
     cfg = Config()
-    cfg.set_main_option("script_location", os.path.join(_HERE, "migrations"))
+    where = "upstream_schema" if upstream else "migrations"
+    cfg.set_main_option("script_location", os.path.join(_HERE, where))
     cfg.attributes["engine"] = engine
+    cfg.attributes["version_table"] = UPSTREAM_VERSIONS if upstream else OWN_VERSIONS
     return cfg
 
 
-def upgrade(engine: Engine, revision: str = "head") -> None:
-    command.upgrade(alembic_config(engine), revision)
+def _revision(conn, version_table: str) -> str | None:
+    return MigrationContext.configure(
+        conn, opts={"version_table": version_table}).get_current_revision()
 
 
 def current_revision(engine: Engine) -> str | None:
+    """allotment's schema revision (None: not allotment's, or not yet)."""
     with engine.connect() as conn:
-        return MigrationContext.configure(conn).get_current_revision()
+        return _revision(conn, OWN_VERSIONS)
 
 
 def head_revision(engine: Engine) -> str | None:
-    from alembic.script import ScriptDirectory
-
     return ScriptDirectory.from_config(alembic_config(engine)).get_current_head()
+
+
+@dataclass(frozen=True)
+class State:
+    """What a database holds, as far as its schema goes."""
+
+    upstream: str | None  # revision in alembic_version
+    own: str | None  # revision in allotment_version
+    tables: frozenset[str]
+
+    @property
+    def empty(self) -> bool:
+        return (self.upstream is None and self.own is None
+                and not (self.tables - {UPSTREAM_VERSIONS, OWN_VERSIONS}))
+
+
+def state(engine: Engine) -> State:
+    with engine.connect() as conn:
+        return State(_revision(conn, UPSTREAM_VERSIONS), _revision(conn, OWN_VERSIONS),
+                     frozenset(sa.inspect(conn).get_table_names()))
+
+
+def check(engine: Engine) -> State:
+    """The database's state, if :func:`upgrade` may migrate it.
+
+    :raises SchemaError: saying why not and what to do; nothing is changed.
+    """
+    found = state(engine)
+    if found.empty:
+        return found
+    revision = found.upstream
+    if revision in UPSTREAM_OLDER:
+        raise SchemaError(
+            f"This is upstream Placement's database at its schema revision {revision}, "
+            f"older than the {UPSTREAM_HEAD} that allotment takes over. Bring it up to "
+            "date with upstream's own tool first ('placement-manage db sync' of "
+            "openstack-placement 16.0.0, after 'placement-manage db "
+            "online_data_migrations' where it asks for it), then run "
+            "'allotment-manage db sync' again. Nothing was changed.")
+    if revision in LEGACY:
+        return found
+    if revision is None:
+        raise SchemaError(
+            "This database holds tables (" + ", ".join(sorted(found.tables)[:8])
+            + (", ..." if len(found.tables) > 8 else "") + ") but no Placement schema "
+            "version: it is neither upstream Placement's nor allotment's. Point "
+            "[placement_database] connection at Placement's database, or at an empty "
+            "one. Nothing was changed.")
+    known = {rev.revision for rev in
+             ScriptDirectory.from_config(alembic_config(engine)).walk_revisions()}
+    if revision != UPSTREAM_HEAD or (found.own is not None and found.own not in known):
+        raise SchemaError(
+            f"This database's schema is at revision {found.own or revision}, which is "
+            "neither upstream Placement 16.0.0's nor one this allotment knows (a newer "
+            "upstream or allotment, or another program's database?). Nothing was changed.")
+    damage = _damage(engine)
+    if damage:
+        raise SchemaError(
+            "Placement's tables in this database are not as its schema revision "
+            f"{revision} has them: " + "; ".join(damage) + ". Restore it from a "
+            "backup, or repair it, before running this again. Nothing was changed.")
+    return found
+
+
+def _damage(engine: Engine) -> list[str]:
+    """What is missing of upstream's tables and columns."""
+    inspector = sa.inspect(engine)
+    present = set(inspector.get_table_names())
+    found = []
+    for table in tables.UPSTREAM_TABLES:
+        if table.name not in present:
+            found.append(f"table {table.name} is missing")
+            continue
+        columns = {c["name"] for c in inspector.get_columns(table.name)}
+        missing = [c.name for c in table.columns if c.name not in columns]
+        if missing:
+            found.append(f"{table.name} lacks column(s) {', '.join(missing)}")
+    return found
+
+
+def upgrade(engine: Engine, revision: str = "head") -> None:
+    """Create, adopt or migrate (see the module's doc).
+
+    :raises SchemaError: the database is not one this can migrate.
+    """
+    found = check(engine)
+    if found.upstream in LEGACY:
+        from allotment.storage import legacy
+
+        legacy.convert(engine)
+    elif found.empty:
+        command.upgrade(alembic_config(engine, upstream=True), UPSTREAM_HEAD)
+    command.upgrade(alembic_config(engine), revision)
+    with engine.begin() as conn:
+        if not triggers_complete(conn):
+            # Gone since (a hand-back that stopped part way on MySQL, a
+            # restore that left them out): without them other writers'
+            # changes would never reach the world.
+            foreign.install(conn)
+
+
+def triggers_complete(conn) -> bool:
+    """Whether every trigger reporting other writers is in place."""
+    return foreign.installed(conn) >= {name for name, _, _ in foreign.all_triggers()}
+
+
+def hand_back(engine: Engine) -> None:
+    """Return the database to upstream Placement's schema at
+    ``a082b8bb98d0``, every row kept: what ``db downgrade upstream`` does.
+
+    :raises SchemaError: the database is not one allotment serves.
+    """
+    found = check(engine)
+    if found.empty or found.upstream in LEGACY:
+        raise SchemaError(
+            "Only a database at allotment's current schema can be handed back: run "
+            "'allotment-manage db sync' first. Nothing was changed.")
+    if found.own is not None:
+        command.downgrade(alembic_config(engine), "base")
+    with engine.begin() as conn:
+        if sa.inspect(conn).has_table(OWN_VERSIONS):
+            conn.exec_driver_sql(f"DROP TABLE {OWN_VERSIONS}")
+
+
+def describe(engine: Engine) -> str:
+    """The schema versions, as ``db version`` prints them."""
+    found = state(engine)
+    if found.empty:
+        return "None"
+    upstream = f"{found.upstream or 'None'} (upstream Placement's tables)"
+    if found.own is None:
+        return upstream
+    return f"{found.own} (allotment), on {upstream}"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import os_resource_classes
 import os_traits
@@ -79,23 +79,38 @@ def ids_for(conn: Connection, table: sa.Table, names: Iterable[str]) -> dict[str
     return {row.name: row.id for row in rows_named(conn, table, query, names, one=one)}
 
 
-def insert(conn: Connection, table: sa.Table, name: str) -> Row | None:
+# How often an insert whose chosen id a concurrent writer took is tried again.
+_ID_ATTEMPTS = 10
+
+
+def insert(conn: Connection, table: sa.Table, name: str,
+           next_id: Callable[[Connection], int] | None = None) -> Row | None:
     """Insert ``name``; None when it already exists (raced or not).
 
-    The savepoint keeps the surrounding transaction usable on PostgreSQL
-    after a unique violation.
+    ``next_id`` chooses the new row's id where the database does not (custom
+    resource classes); when a concurrent writer took that id first, another
+    is chosen.  The savepoint keeps the surrounding transaction usable on
+    PostgreSQL after a unique violation.
     """
-    if get(conn, table, name) is not None:
-        return None
-    try:
-        with conn.begin_nested():
-            conn.execute(sa.insert(table).values(name=name, created_at=utcnow()))
-    except sa.exc.IntegrityError:
-        return None
-    return get(conn, table, name)
+    for _ in range(_ID_ATTEMPTS):
+        if get(conn, table, name) is not None:
+            return None
+        values = {"name": name, "created_at": utcnow()}
+        if next_id is not None:
+            values["id"] = next_id(conn)
+        try:
+            with conn.begin_nested():
+                conn.execute(sa.insert(table).values(values))
+        except sa.exc.IntegrityError:
+            if next_id is None:
+                return None
+            continue  # the name (found above next time) or the id was taken
+        return get(conn, table, name)
+    return None
 
 
-def ensure(conn: Connection, table: sa.Table, name: str) -> tuple[Row, bool]:
+def ensure(conn: Connection, table: sa.Table, name: str,
+           next_id: Callable[[Connection], int] | None = None) -> tuple[Row, bool]:
     """The row named ``name``, created if missing; tells whether it was created.
 
     A concurrent creator winning the race is not an error: its row is
@@ -104,7 +119,7 @@ def ensure(conn: Connection, table: sa.Table, name: str) -> tuple[Row, bool]:
     existing = get(conn, table, name)
     if existing is not None:
         return existing, False
-    row = insert(conn, table, name)
+    row = insert(conn, table, name, next_id)
     if row is None:
         return get(conn, table, name), False
     return row, True
@@ -127,11 +142,17 @@ def delete(conn: Connection, table: sa.Table, name: str) -> int:
     return conn.execute(sa.delete(table).where(table.c.name == name)).rowcount
 
 
-def sync(conn: Connection, table: sa.Table, names: Iterable[str]) -> int:
-    """Insert the names not yet present; returns how many were added."""
+def sync(conn: Connection, table: sa.Table, names: Iterable[str], *,
+         numbered: bool = False) -> int:
+    """Insert the names not yet present; returns how many were added.
+
+    ``numbered``: each name's id is its place in ``names`` (standard
+    resource classes, numbered as upstream numbers them).
+    """
     present = {n for (n,) in conn.execute(sa.select(table.c.name))}
-    missing = [n for n in names if n not in present]
+    now = utcnow()
+    missing = [{"name": n, "created_at": now, **({"id": i} if numbered else {})}
+               for i, n in enumerate(names) if n not in present]
     if missing:
-        now = utcnow()
-        conn.execute(sa.insert(table), [{"name": n, "created_at": now} for n in missing])
+        conn.execute(sa.insert(table), missing)
     return len(missing)

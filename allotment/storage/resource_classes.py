@@ -6,9 +6,24 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Row
 
 from allotment.storage import feed, names
-from allotment.storage.tables import allocations, inventories, resource_classes
+from allotment.storage.tables import (
+    FIRST_CUSTOM_CLASS_ID,
+    allocations,
+    inventories,
+    resource_classes,
+)
 
 TABLE = resource_classes
+_TOP_CUSTOM = sa.select(sa.func.max(TABLE.c.id)).where(TABLE.c.id >= FIRST_CUSTOM_CLASS_ID)
+
+
+def next_custom_id(conn: Connection) -> int:
+    """The id a new custom class gets: one past the highest, from 10000.
+
+    Upstream numbers them so, and a database may go back to it.
+    """
+    top = conn.execute(_TOP_CUSTOM).scalar()
+    return FIRST_CUSTOM_CLASS_ID if top is None else top + 1
 
 
 def list_all(conn: Connection) -> list[Row]:
@@ -24,14 +39,14 @@ def ids_for(conn: Connection, wanted) -> dict[str, int]:
 
 
 def ensure(conn: Connection, name: str) -> tuple[Row, bool]:
-    row, created = names.ensure(conn, TABLE, name)
+    row, created = names.ensure(conn, TABLE, name, next_custom_id)
     if created:
         feed.note_names(conn)
     return row, created
 
 
 def create(conn: Connection, name: str) -> Row | None:
-    row = names.insert(conn, TABLE, name)
+    row = names.insert(conn, TABLE, name, next_custom_id)
     if row is not None:
         feed.note_names(conn)
     return row
@@ -63,7 +78,9 @@ def in_use(conn: Connection, class_id: int) -> bool:
 
 
 def sync(conn: Connection, standard) -> int:
-    added = names.sync(conn, TABLE, standard)
+    """Add the standard classes missing, each with its place in ``standard``
+    as its id (os_resource_classes.STANDARDS, as upstream numbers them)."""
+    added = names.sync(conn, TABLE, standard, numbered=True)
     if added:
         feed.note_names(conn)
     return added

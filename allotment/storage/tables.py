@@ -1,5 +1,12 @@
 """The schema, as SQLAlchemy Core tables.
 
+The data tables are upstream Placement's own, exactly as its Alembic history
+leaves them at revision ``a082b8bb98d0`` (names of tables, columns,
+constraints and indexes included): a database upstream filled is served as
+it is, and handed back as it is (see docs/adopting.md).  allotment adds
+tables of its own, named ``placement_changes``/``placement_feed_state``
+(the change feed) and ``allotment_*``, which upstream never reads.
+
 This module describes the schema the migrations produce; it is never used to
 create tables directly (``allotment-manage db sync`` runs Alembic).  A test
 checks that the two agree.
@@ -9,160 +16,170 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-metadata = sa.MetaData(
-    naming_convention={
-        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
-        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
-        "fk": "fk_%(table_name)s_%(column_0_name)s",
-        "pk": "pk_%(table_name)s",
-    }
-)
+metadata = sa.MetaData()
+
+# Custom resource classes are numbered from here; standard ones by their
+# place in os_resource_classes.STANDARDS (as upstream numbers them).
+FIRST_CUSTOM_CLASS_ID = 10000
 
 
 def _timestamps() -> list[sa.Column]:
     return [
-        sa.Column("created_at", sa.DateTime(timezone=False), nullable=False),
-        sa.Column("updated_at", sa.DateTime(timezone=False), nullable=True),
+        sa.Column("created_at", sa.DateTime(), nullable=True),
+        sa.Column("updated_at", sa.DateTime(), nullable=True),
     ]
 
 
 resource_classes = sa.Table(
     "resource_classes",
     metadata,
-    sa.Column("id", sa.Integer, primary_key=True),
-    sa.Column("name", sa.String(255), nullable=False, unique=True),
     *_timestamps(),
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("name", sa.String(255), nullable=False),
+    sa.UniqueConstraint("name", name="uniq_resource_classes0name"),
 )
 
 traits = sa.Table(
     "traits",
     metadata,
-    sa.Column("id", sa.Integer, primary_key=True),
-    sa.Column("name", sa.String(255), nullable=False, unique=True),
     *_timestamps(),
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("name", sa.Unicode(255), nullable=False),
+    sa.UniqueConstraint("name", name="uniq_traits0name"),
 )
 
 resource_providers = sa.Table(
     "resource_providers",
     metadata,
-    sa.Column("id", sa.Integer, primary_key=True),
-    sa.Column("uuid", sa.String(36), nullable=False, unique=True),
-    sa.Column("name", sa.Unicode(200), nullable=False, unique=True),
-    sa.Column("generation", sa.Integer, nullable=False, server_default="0"),
-    # Nullable only while a row is being inserted: a root points at itself.
-    sa.Column("root_provider_id", sa.Integer,
-              sa.ForeignKey("resource_providers.id"), nullable=True, index=True),
-    sa.Column("parent_provider_id", sa.Integer,
-              sa.ForeignKey("resource_providers.id"), nullable=True, index=True),
     *_timestamps(),
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("uuid", sa.String(36), nullable=False),
+    sa.Column("name", sa.Unicode(200), nullable=True),
+    sa.Column("generation", sa.Integer, nullable=True),
+    # A root points at itself; NULL only while a row is being inserted.
+    sa.Column("root_provider_id", sa.Integer, sa.ForeignKey("resource_providers.id"),
+              nullable=True),
+    sa.Column("parent_provider_id", sa.Integer, sa.ForeignKey("resource_providers.id"),
+              nullable=True),
+    sa.UniqueConstraint("name", name="uniq_resource_providers0name"),
+    sa.UniqueConstraint("uuid", name="uniq_resource_providers0uuid"),
+    sa.Index("resource_providers_parent_provider_id_idx", "parent_provider_id"),
+    sa.Index("resource_providers_root_provider_id_idx", "root_provider_id"),
 )
 
 inventories = sa.Table(
     "inventories",
     metadata,
+    *_timestamps(),
     sa.Column("id", sa.Integer, primary_key=True),
-    sa.Column("resource_provider_id", sa.Integer,
-              sa.ForeignKey("resource_providers.id", ondelete="CASCADE"),
-              nullable=False),
-    sa.Column("resource_class_id", sa.Integer,
-              sa.ForeignKey("resource_classes.id"), nullable=False, index=True),
+    sa.Column("resource_provider_id", sa.Integer, nullable=False),
+    sa.Column("resource_class_id", sa.Integer, nullable=False),
     sa.Column("total", sa.Integer, nullable=False),
     sa.Column("reserved", sa.Integer, nullable=False),
     sa.Column("min_unit", sa.Integer, nullable=False),
     sa.Column("max_unit", sa.Integer, nullable=False),
     sa.Column("step_size", sa.Integer, nullable=False),
     sa.Column("allocation_ratio", sa.Float, nullable=False),
-    sa.UniqueConstraint("resource_provider_id", "resource_class_id"),
-    *_timestamps(),
+    sa.UniqueConstraint("resource_provider_id", "resource_class_id",
+                        name="uniq_inventories0resource_provider_resource_class"),
+    sa.Index("inventories_resource_class_id_idx", "resource_class_id"),
 )
 
 placement_aggregates = sa.Table(
     "placement_aggregates",
     metadata,
-    sa.Column("id", sa.Integer, primary_key=True),
-    sa.Column("uuid", sa.String(36), nullable=False, unique=True),
     *_timestamps(),
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("uuid", sa.String(36), nullable=True),
+    sa.UniqueConstraint("uuid", name="uniq_placement_aggregates0uuid"),
 )
 
 resource_provider_aggregates = sa.Table(
     "resource_provider_aggregates",
     metadata,
-    sa.Column("resource_provider_id", sa.Integer,
-              sa.ForeignKey("resource_providers.id", ondelete="CASCADE"),
-              primary_key=True),
-    sa.Column("aggregate_id", sa.Integer,
-              sa.ForeignKey("placement_aggregates.id"), primary_key=True,
-              index=True),
     *_timestamps(),
+    sa.Column("resource_provider_id", sa.Integer, primary_key=True),
+    sa.Column("aggregate_id", sa.Integer, primary_key=True),
+    sa.Index("resource_provider_aggregates_aggregate_id_idx", "aggregate_id"),
 )
 
 resource_provider_traits = sa.Table(
     "resource_provider_traits",
     metadata,
-    sa.Column("resource_provider_id", sa.Integer,
-              sa.ForeignKey("resource_providers.id", ondelete="CASCADE"),
-              primary_key=True),
-    sa.Column("trait_id", sa.Integer, sa.ForeignKey("traits.id"),
-              primary_key=True, index=True),
     *_timestamps(),
+    sa.Column("trait_id", sa.Integer, sa.ForeignKey("traits.id"), primary_key=True),
+    sa.Column("resource_provider_id", sa.Integer, sa.ForeignKey("resource_providers.id"),
+              primary_key=True),
+    sa.Index("resource_provider_traits_resource_provider_trait_idx",
+             "resource_provider_id", "trait_id"),
 )
 
 projects = sa.Table(
     "projects",
     metadata,
-    sa.Column("id", sa.Integer, primary_key=True),
-    sa.Column("external_id", sa.String(255), nullable=False, unique=True),
     *_timestamps(),
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("external_id", sa.String(255), nullable=False),
+    sa.UniqueConstraint("external_id", name="uniq_projects0external_id"),
 )
 
 users = sa.Table(
     "users",
     metadata,
-    sa.Column("id", sa.Integer, primary_key=True),
-    sa.Column("external_id", sa.String(255), nullable=False, unique=True),
     *_timestamps(),
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("external_id", sa.String(255), nullable=False),
+    sa.UniqueConstraint("external_id", name="uniq_users0external_id"),
 )
 
 consumer_types = sa.Table(
     "consumer_types",
     metadata,
-    sa.Column("id", sa.Integer, primary_key=True),
-    sa.Column("name", sa.String(255), nullable=False, unique=True),
     *_timestamps(),
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("name", sa.Unicode(255), nullable=False),
+    sa.UniqueConstraint("name", name="uniq_consumer_types0name"),
 )
 
 consumers = sa.Table(
     "consumers",
     metadata,
-    sa.Column("id", sa.Integer, primary_key=True),
-    sa.Column("uuid", sa.String(36), nullable=False, unique=True),
-    sa.Column("project_id", sa.Integer, sa.ForeignKey("projects.id"),
-              nullable=False, index=True),
-    sa.Column("user_id", sa.Integer, sa.ForeignKey("users.id"),
-              nullable=False, index=True),
-    sa.Column("generation", sa.Integer, nullable=False, server_default="0"),
+    *_timestamps(),
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("uuid", sa.String(36), nullable=False),
+    sa.Column("project_id", sa.Integer, nullable=False),
+    sa.Column("user_id", sa.Integer, nullable=False),
+    sa.Column("generation", sa.Integer, nullable=False, server_default=sa.text("0")),
     # NULL means the consumer predates consumer types ("unknown").
     sa.Column("consumer_type_id", sa.Integer,
-              sa.ForeignKey("consumer_types.id"), nullable=True),
-    *_timestamps(),
+              sa.ForeignKey("consumer_types.id", name="consumers_consumer_type_id_fkey"),
+              nullable=True),
+    sa.UniqueConstraint("uuid", name="uniq_consumers0uuid"),
+    sa.Index("consumers_project_id_user_id_uuid_idx", "project_id", "user_id", "uuid"),
+    sa.Index("consumers_project_id_uuid_idx", "project_id", "uuid"),
+    sa.Index("consumers_consumer_type_id_idx", "consumer_type_id"),
 )
 
 allocations = sa.Table(
     "allocations",
     metadata,
-    sa.Column("id", sa.Integer, primary_key=True),
-    sa.Column("resource_provider_id", sa.Integer,
-              sa.ForeignKey("resource_providers.id"), nullable=False),
-    sa.Column("consumer_id", sa.Integer,
-              sa.ForeignKey("consumers.id", ondelete="CASCADE"), nullable=False,
-              index=True),
-    sa.Column("resource_class_id", sa.Integer,
-              sa.ForeignKey("resource_classes.id"), nullable=False),
-    sa.Column("used", sa.Integer, nullable=False),
-    sa.Index("ix_allocations_provider_class", "resource_provider_id",
-             "resource_class_id"),
     *_timestamps(),
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("resource_provider_id", sa.Integer, nullable=False),
+    # The consumer's UUID (consumers.uuid), not its id: upstream's key.
+    sa.Column("consumer_id", sa.String(36), nullable=False),
+    sa.Column("resource_class_id", sa.Integer, nullable=False),
+    sa.Column("used", sa.Integer, nullable=False),
+    sa.Index("allocations_resource_provider_class_used_idx",
+             "resource_provider_id", "resource_class_id", "used"),
+    sa.Index("allocations_resource_class_id_idx", "resource_class_id"),
+    sa.Index("allocations_consumer_id_idx", "consumer_id"),
 )
+
+# The tables above, as upstream names them: what adoption finds and hand-back leaves.
+UPSTREAM_TABLES = tuple(metadata.sorted_tables)
+
+# -- allotment's own ----------------------------------------------------------
 
 # The change feed (see storage/feed.py): one row per write transaction.
 placement_changes = sa.Table(
@@ -170,8 +187,9 @@ placement_changes = sa.Table(
     metadata,
     sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"),
               primary_key=True, autoincrement=True),
-    sa.Column("created_at", sa.DateTime(timezone=False), nullable=False, index=True),
+    sa.Column("created_at", sa.DateTime(timezone=False), nullable=False),
     sa.Column("data", sa.Text, nullable=False),
+    sa.Index("ix_placement_changes_created_at", "created_at"),
     sqlite_autoincrement=True,
 )
 
@@ -181,4 +199,21 @@ placement_feed_state = sa.Table(
     metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
     sa.Column("pruned_below", sa.BigInteger, nullable=False, server_default="0"),
+)
+
+# On SQLite, a row here while an allotment process writes: the triggers that
+# report other writers' changes to the feed stay quiet (storage/foreign.py).
+allotment_writer = sa.Table(
+    "allotment_writer",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
+)
+
+# On MySQL, the collation each upstream table had before allotment took the
+# database over, restored when it is handed back.
+allotment_adoption = sa.Table(
+    "allotment_adoption",
+    metadata,
+    sa.Column("table_name", sa.String(64), primary_key=True),
+    sa.Column("original_collation", sa.String(64), nullable=False),
 )

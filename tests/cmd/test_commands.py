@@ -95,7 +95,8 @@ def test_manage_db_sync_and_version(tmp_path):
     assert synced.returncode == 0, synced.stderr
     after = run("allotment-manage", "--config-file", str(conf), "db", "version")
     engine = create_engine(url)
-    assert after.stdout.strip() == migration.head_revision(engine)
+    assert after.stdout.strip() == (f"{migration.head_revision(engine)} (allotment), on "
+                                    f"{migration.UPSTREAM_HEAD} (upstream Placement's tables)")
     assert migration.current_revision(engine) == migration.head_revision(engine)
     engine.dispose()
     again = run("allotment-manage", "--config-file", str(conf), "db", "sync")

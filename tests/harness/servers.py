@@ -163,3 +163,16 @@ def _start_upstream(database_url: str, workdir: Path, *, workers: int,
         env={**os.environ, "OS_PLACEMENT_CONFIG_DIR": str(workdir)})
     return _wait_listening(Server("upstream", f"http://127.0.0.1:{port}",
                                   database_url, workdir, proc, log))
+
+
+def upstream_manage(database_url: str, workdir: Path, *args: str,
+                    check: bool = True) -> subprocess.CompletedProcess:
+    """Upstream's ``placement-manage`` on ``database_url`` (e.g. ``db sync``)."""
+    venv = upstream.ensure_venv()
+    workdir.mkdir(parents=True, exist_ok=True)
+    config = workdir / "placement.conf"
+    config.write_text(_conf_text(upstream_url(database_url), ""))
+    return subprocess.run(
+        [str(venv / "bin" / "placement-manage"), "--config-file", str(config), *args],
+        cwd=workdir, env={**os.environ, "OS_PLACEMENT_CONFIG_DIR": str(workdir)},
+        capture_output=True, text=True, check=check)

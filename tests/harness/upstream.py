@@ -25,17 +25,10 @@ def venv_path() -> Path:
     return Path(os.environ.get("ALLOTMENT_UPSTREAM_VENV", _ROOT / ".upstream" / "venv"))
 
 
-def _marker(venv: Path) -> Path:
-    return venv / f".placement-{VERSION}"
-
-
-def _marker_text() -> str:
-    return " ".join((VERSION, *_EXTRAS)) + "\n"
-
-
 def _installed(venv: Path) -> bool:
-    marker = _marker(venv)
-    return marker.exists() and marker.read_text() == _marker_text()
+    marker = venv / f".placement-{VERSION}"
+    return (marker.exists() and (venv / "bin" / "gunicorn").exists()
+            and any(venv.glob("lib/python*/site-packages/pymysql")))
 
 
 def ensure_venv() -> Path:
@@ -56,10 +49,8 @@ def ensure_venv() -> Path:
 
 
 def _build(venv: Path) -> None:
-    """A new venv, or the missing extras added to one made before them."""
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q"]
-    if not _marker(venv).exists():
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-        subprocess.run([*pip, "--upgrade", "pip"], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([*pip, "--upgrade", "pip"], check=True, stdout=subprocess.DEVNULL)
     subprocess.run([*pip, f"openstack-placement=={VERSION}", *_EXTRAS], check=True)
-    _marker(venv).write_text(_marker_text())
+    (venv / f".placement-{VERSION}").write_text(VERSION + "\n")
