@@ -136,9 +136,16 @@ class Mixed:
             f"/resource_providers/{rp}", "/resource_providers?resources=SRIOV_NET_VF:1"])
 
 
-def _contend(mixed: Mixed, rp: str, per_service: int = 2) -> int:
+def _contend(mixed: Mixed, rp: str) -> int:
     """Both services' clients claim ``rp`` at once until it is full; the
-    number of successful claims."""
+    number of successful claims.
+
+    One client claims through upstream, three through allotment: upstream
+    16.0.0 lets two of its own concurrent claims past each other now and
+    then (11 or 12 claims on 10 VCPUs through two upstream servers, on
+    PostgreSQL and MariaDB alike), which is not what this test judges;
+    what it judges is each of allotment's claims against every other
+    claim."""
     won: list[str] = []
     lock = threading.Lock()
 
@@ -158,7 +165,8 @@ def _contend(mixed: Mixed, rp: str, per_service: int = 2) -> int:
                 if "placement.concurrent_update" not in resp.text:
                     return  # full
     threads = [threading.Thread(target=claimer, args=(api, f"contend-{name}-{i}"))
-               for name, api in mixed.apis.items() for i in range(per_service)]
+               for name, api in mixed.apis.items()
+               for i in range(1 if name == "upstream" else 3)]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -202,7 +210,9 @@ def test_upstream_and_allotment_serve_one_database(backend, fresh_database, tmp_
 
             small = built.add_provider(mixed.apis["upstream"], "contended")
             mixed.apis["allotment"].inventories(small, {"VCPU": {"total": 10, "max_unit": 1}})
-            assert _contend(mixed, small) == 10
+            won = _contend(mixed, small)
+            if won != 10:
+                mixed.problems.append(f"{won} claims of one VCPU each on 10 VCPUs succeeded")
 
             for name, api in mixed.apis.items():
                 for consumer, allocs in mixed.expected.items():
@@ -212,6 +222,9 @@ def test_upstream_and_allotment_serve_one_database(backend, fresh_database, tmp_
                         mixed.problems.append(f"{name}: {consumer} holds {got}, not {allocs}")
                 mixed.problems += [f"{name}: over capacity: {line}"
                                    for line in _over_capacity(api, sorted(built.providers))]
-            mixed.problems += reads.differences(reads.record(up.url, built, ("latest",)),
-                                                reads.record(al.url, built, ("latest",)))
+            theirs = reads.record(up.url, built, ("latest",))
+            # Last-Modified is the round-trip test's concern; here the
+            # two services answer seconds apart.
+            mixed.problems += reads.differences(theirs, reads.record(al.url, built, ("latest",)),
+                                                set(theirs))
     assert not mixed.problems, "\n".join(mixed.problems[:60])
