@@ -14,8 +14,6 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-
 from tests.harness import upstream
 from tests.harness.servers import upstream_url
 
@@ -87,14 +85,3 @@ def upstream_upgrade_to(workdir: Path, database_url: str, revision: str) -> Resu
     python = upstream.ensure_venv() / "bin" / "python"
     return _run([str(python), "-c", _UPSTREAM_UPGRADE_TO, str(conf), revision], workdir)
 
-
-def has_downgrade() -> bool:
-    """Whether this allotment knows ``db downgrade`` (hand-back) at all."""
-    script = Path(sys.executable).with_name("allotment-manage")
-    proc = subprocess.run([str(script), "db", "--help"], capture_output=True, text=True,
-                          timeout=60)
-    return "downgrade" in proc.stdout
-
-
-requires_hand_back = pytest.mark.skipif(
-    not has_downgrade(), reason="allotment-manage has no 'db downgrade' yet")

@@ -26,7 +26,7 @@ from benchmarks.adoption import UPSTREAM_TABLES
 from tests.adoption import dump, manage
 from tests.harness.backends import BACKENDS
 
-pytestmark = [pytest.mark.slow, manage.requires_hand_back]
+pytestmark = pytest.mark.slow
 HOSTS = 60
 LOCKED = "resource_provider_traits"
 

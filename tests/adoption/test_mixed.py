@@ -23,7 +23,7 @@ from tests.adoption.http import Api
 from tests.harness.backends import SERVER_URLS
 from tests.harness.servers import start_allotment, start_upstream
 
-pytestmark = [pytest.mark.slow, manage.requires_hand_back]
+pytestmark = pytest.mark.slow
 OPERATIONS = 60
 Allocs = dict[str, dict[str, int]]
 

@@ -14,8 +14,6 @@ import sqlalchemy as sa
 from tests.adoption import dump, manage
 from tests.harness.backends import BACKENDS
 
-pytestmark = manage.requires_hand_back
-
 
 def _execute(url: str, *statements: str) -> None:
     engine = dump.engine_for(url)

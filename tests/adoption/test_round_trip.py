@@ -18,7 +18,7 @@ from tests.adoption.http import Api
 from tests.harness.backends import BACKENDS
 from tests.harness.servers import start_allotment, start_upstream
 
-pytestmark = [pytest.mark.slow, manage.requires_hand_back]
+pytestmark = pytest.mark.slow
 
 
 def _upstream_schema(make_database, backend: str, workdir) -> dict:
