@@ -45,7 +45,7 @@ class Mixed:
             ours = reads.get(self.apis["allotment"].url, "latest", path)
             theirs = reads.get(self.apis["upstream"].url, "latest", path)
             found = reads.differences({("latest", path): theirs}, {("latest", path): ours},
-                                      {("latest", path)})
+                                      {("latest", path)}, upstream_side="expected")
             self.problems += [f"after {what}: {line}" for line in found]
 
     def provider_paths(self, rp: str) -> list[str]:
@@ -226,5 +226,5 @@ def test_upstream_and_allotment_serve_one_database(backend, fresh_database, tmp_
             # Last-Modified is the round-trip test's concern; here the
             # two services answer seconds apart.
             mixed.problems += reads.differences(theirs, reads.record(al.url, built, ("latest",)),
-                                                set(theirs))
+                                                set(theirs), upstream_side="expected")
     assert not mixed.problems, "\n".join(mixed.problems[:60])
