@@ -27,7 +27,7 @@ from tests.adoption import dump, manage
 from tests.harness.backends import BACKENDS
 
 pytestmark = pytest.mark.slow
-HOSTS = 60
+HOSTS = 20
 LOCKED = "resource_provider_traits"
 
 

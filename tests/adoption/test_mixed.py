@@ -24,7 +24,7 @@ from tests.harness.backends import SERVER_URLS
 from tests.harness.servers import start_allotment, start_upstream
 
 pytestmark = pytest.mark.slow
-OPERATIONS = 60
+OPERATIONS = 40
 Allocs = dict[str, dict[str, int]]
 
 

@@ -48,8 +48,11 @@ def _refused(tmp_path, url: str, *args: str) -> manage.Result:
     return result
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("revision", ["b4ed3a175331", "422ece571366"])
+# The revision before the head on every backend; the first one on SQLite.
+OLDER = [(backend, "422ece571366") for backend in BACKENDS] + [("sqlite", "b4ed3a175331")]
+
+
+@pytest.mark.parametrize(("backend", "revision"), OLDER)
 def test_an_older_upstream_revision_is_refused(backend, revision, fresh_database, tmp_path):
     url = fresh_database(backend)
     migrated = manage.upstream_upgrade_to(tmp_path, url, revision)
@@ -59,8 +62,6 @@ def test_an_older_upstream_revision_is_refused(backend, revision, fresh_database
     # Which revision it found, and that upstream's own sync comes first.
     assert revision in result.text, result.text
     assert "placement-manage" in result.text, result.text
-    # It is no allotment database either: nothing to hand back.
-    _refused(tmp_path, url, "db", "downgrade", "upstream")
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -74,6 +75,7 @@ def test_a_database_of_something_else_is_refused(backend, fresh_database, tmp_pa
              "INSERT INTO orders (id, customer_id, total) VALUES (1, 1, 30), (2, 2, 12)")
     result = _refused(tmp_path, url, "db", "sync")
     assert "customers" in result.text or "orders" in result.text, result.text
+    # It is no allotment database either: nothing to hand back.
     _refused(tmp_path, url, "db", "downgrade", "upstream")
 
 
