@@ -136,9 +136,9 @@ class Mixed:
             f"/resource_providers/{rp}", "/resource_providers?resources=SRIOV_NET_VF:1"])
 
 
-def _contend(mixed: Mixed, rp: str) -> int:
+def _contend(mixed: Mixed, rp: str) -> dict[str, int]:
     """Both services' clients claim ``rp`` at once until it is full; the
-    number of successful claims.
+    number of successful claims through each.
 
     One client claims through upstream, three through allotment: upstream
     16.0.0 lets two of its own concurrent claims past each other now and
@@ -146,10 +146,10 @@ def _contend(mixed: Mixed, rp: str) -> int:
     PostgreSQL and MariaDB alike), which is not what this test judges;
     what it judges is each of allotment's claims against every other
     claim."""
-    won: list[str] = []
+    won: list[tuple[str, str]] = []
     lock = threading.Lock()
 
-    def claimer(api: Api, prefix: str) -> None:
+    def claimer(api: Api, prefix: str, name: str) -> None:
         for n in itertools.count():
             consumer = world.uid(f"{prefix}-{n}")
             while True:
@@ -159,22 +159,22 @@ def _contend(mixed: Mixed, rp: str) -> int:
                     "consumer_generation": None, "consumer_type": "INSTANCE"})
                 if resp.status_code == 204:
                     with lock:
-                        won.append(consumer)
+                        won.append((name, consumer))
                     break
                 assert resp.status_code == 409, resp.text
                 if "placement.concurrent_update" not in resp.text:
                     return  # full
-    threads = [threading.Thread(target=claimer, args=(api, f"contend-{name}-{i}"))
+    threads = [threading.Thread(target=claimer, args=(api, f"contend-{name}-{i}", name))
                for name, api in mixed.apis.items()
                for i in range(1 if name == "upstream" else 3)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(timeout=300)
-    for consumer in won:
+    for _, consumer in won:
         mixed.expected[consumer] = {rp: {"VCPU": 1}}
         mixed.world.consumers.append(consumer)
-    return len(won)
+    return {name: sum(1 for by, _ in won if by == name) for name in mixed.apis}
 
 
 def _over_capacity(api: Api, providers: list[str]) -> list[str]:
@@ -193,7 +193,17 @@ def _over_capacity(api: Api, providers: list[str]) -> list[str]:
     return out
 
 
-@pytest.mark.parametrize("backend", sorted(SERVER_URLS))
+# MariaDB: allotment's reads fail (500, "'<' not supported between
+# instances of 'str' and 'int'" in storage/snapshot.py's _batches, from
+# world/sync.py's catch-up) after upstream writes a provider, an inventory
+# or a delete.
+_MYSQL_READS_FAIL = pytest.mark.xfail(strict=True, reason="allotment answers 500 on MariaDB "
+                                      "after upstream's writes (catch-up sorts str and int ids)")
+BACKENDS = [pytest.param(b, marks=_MYSQL_READS_FAIL) if b == "mysql" else b
+            for b in sorted(SERVER_URLS)]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_upstream_and_allotment_serve_one_database(backend, fresh_database, tmp_path):
     url = fresh_database(backend)
     with start_upstream(url, tmp_path / "upstream") as up:
@@ -211,7 +221,7 @@ def test_upstream_and_allotment_serve_one_database(backend, fresh_database, tmp_
             small = built.add_provider(mixed.apis["upstream"], "contended")
             mixed.apis["allotment"].inventories(small, {"VCPU": {"total": 10, "max_unit": 1}})
             won = _contend(mixed, small)
-            if won != 10:
+            if sum(won.values()) != 10:
                 mixed.problems.append(f"{won} claims of one VCPU each on 10 VCPUs succeeded")
 
             for name, api in mixed.apis.items():
