@@ -130,7 +130,7 @@ def _tree_json(backend: str, root: str) -> str:
     if backend == "postgresql":
         return f"json_build_object('t', json_build_array({root}))::text"
     if backend == "mysql":
-        return f"JSON_OBJECT('t', JSON_ARRAY({root}))"
+        return f"JSON_OBJECT('t', JSON_ARRAY(CAST({root} AS SIGNED)))"
     return f"'{{\"t\":[' || {root} || ']}}'"
 
 

@@ -305,9 +305,17 @@ def test_writes_of_other_programs_reach_the_world_and_ours_are_not_doubled(upstr
         # As upstream makes a root: its root is itself, set once it has an id.
         conn.execute(sa.update(rp).where(rp.c.uuid == newcomer)
                      .values(root_provider_id=rp.c.id))
+        # A change to a row of the provider's (its tree is named by the
+        # root its provider row has, looked up by the trigger).
+        conn.execute(sa.update(tables.inventories)
+                     .where(tables.inventories.c.resource_provider_id == root,
+                            tables.inventories.c.resource_class_id == 2)
+                     .values(total=2000))
     engine.dispose()
     with replica.current() as world:
         assert newcomer in world.uuid_of_id.values()
+        assert world.snapshot.inventory[world.snapshot.index[ids["root"]]]["DISK_GB"][4] \
+            == 2000
         fresh = Replica(db)
         with fresh.current() as rebuilt:
             assert world_view(world) == world_view(rebuilt)
