@@ -72,6 +72,9 @@ class Meter:
         if self._thread is not None:
             self._thread.join()
         self._sample()
+        close = getattr(self._pids, "close", None)
+        if close is not None:
+            close()
         return sum(self._last[p] - self._first[p] for p in self._last)
 
 
@@ -89,6 +92,7 @@ def pg_backends(database_url: str) -> Callable[[], list[int]]:
         with engine.connect() as conn:
             return list(conn.execute(query, {"d": url.database}).scalars())
 
+    pids.close = engine.dispose  # type: ignore[attr-defined]
     return pids
 
 

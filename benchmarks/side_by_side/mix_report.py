@@ -32,6 +32,8 @@ class Start:
     listening: float  # seconds from starting the server to its first answer to GET /
     first: float  # seconds of the first candidates answer after that
     rss_mb: list[float] = field(default_factory=list)  # per worker, after the rounds
+    cold_seconds: float | None = None  # a one-worker server's start to its first answer
+    cold_rss_mb: float | None = None  # that worker's memory right after it
 
 
 @dataclass
@@ -75,6 +77,10 @@ class MixSection:
             lines.append(f"- {name}: listening {start.listening:.1f} s after start, first "
                          f"candidates answer then {_ms(start.first)} ms; worker RSS after "
                          f"the rounds {rss}")
+            if start.cold_seconds is not None:
+                lines.append(f"- {name}, one more worker started cold: first candidates "
+                             f"answer {start.cold_seconds:.1f} s after its process started,"
+                             f" then {start.cold_rss_mb:.0f} MB resident")
         for name, led in self.ledgers.items():
             for error in led.errors[:3]:
                 lines.append(f"- {name} error: {error}")

@@ -24,7 +24,7 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
-from benchmarks.side_by_side import cpu, fill, flavors, mix, verify
+from benchmarks.side_by_side import cold, cpu, fill, flavors, mix, verify
 from benchmarks.side_by_side.client import Client
 from benchmarks.side_by_side.measure import worker_rss_mb
 from benchmarks.side_by_side.mix_report import MixReport, MixSection, Start
@@ -128,6 +128,10 @@ def run_world(backend: Backend, shape: str, hosts: int, args,
         if status != 200:
             raise RuntimeError(f"{name}: first candidates answer {status}: {body[:300]!r}")
         section.starts[name] = Start(listening, first)
+        if args.cold:
+            fresh = cold.cold_start(servers[name], menu[0].path)
+            section.starts[name].cold_seconds = fresh.seconds
+            section.starts[name].cold_rss_mb = fresh.rss_mb
         print(f"   {name}: filled {section.fill[name]:.1f} s, listening {listening:.1f} s, "
               f"first answer {first * 1000:.0f} ms", file=sys.stderr, flush=True)
     for name in args.configs:
@@ -176,6 +180,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="consumers the SQL fill gives every host before the rounds")
     parser.add_argument("--configs", nargs="+", default=DEFAULT_CONFIGS,
                         choices=list(CONFIGS))
+    parser.add_argument("--no-cold", dest="cold", action="store_false",
+                        help="skip starting one more worker cold on each configuration")
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--output", type=Path, help="also write the report here")
     args = parser.parse_args(argv)

@@ -73,3 +73,4 @@ def test_a_tiny_mix_run_keeps_the_books_of_every_configuration(tmp_path, capsys)
         assert f"| {name} | " in text
     assert text.count("| held |") == 3
     assert "first candidates answer" in text and "worker RSS" in text
+    assert text.count("one more worker started cold") == 3

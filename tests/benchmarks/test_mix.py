@@ -12,6 +12,7 @@ import pytest
 
 from benchmarks.side_by_side import cpu, fill, flavors, mix, verify
 from benchmarks.side_by_side.flavors import Flavor
+from tests.harness import backends, pg
 
 HOSTS = [f"rp-{i}" for i in range(4)]
 CAPACITY = 6  # VCPU per host
@@ -201,3 +202,31 @@ def test_the_meter_counts_cpu_spent_during_the_round():
         random.random()
     assert 0.25 <= meter.stop() <= 5.0
     assert cpu.process_seconds(2 ** 22 + 12345) is None
+
+
+@pytest.mark.skipif(not backends.PG_URL, reason="needs ALLOTMENT_TEST_PG_URL")
+def test_the_database_meter_counts_the_backends_of_that_database_only():
+    import sqlalchemy as sa
+
+    from allotment.storage import db as db_mod
+
+    busy = "SELECT count(*) FROM generate_series(1, 4000000)"
+    url, other = (pg.create_database(backends.PG_URL, prefix="meter_test") for _ in range(2))
+    engines = [sa.create_engine(db_mod.normalise_url(u)) for u in (url, other)]
+    try:
+        meter = cpu.Meter(cpu.pg_backends(url), interval=0.05)
+        meter.start()
+        with engines[1].connect() as conn:  # another database's work is not counted
+            conn.execute(sa.text(busy))
+        idle = meter.stop()
+        meter = cpu.Meter(cpu.pg_backends(url), interval=0.05)
+        meter.start()
+        with engines[0].connect() as conn:
+            conn.execute(sa.text(busy))
+        spent = meter.stop()
+        assert spent > 0.1 and idle < spent / 4
+    finally:
+        for engine in engines:
+            engine.dispose()
+        for u in (url, other):
+            pg.drop_database(u)
