@@ -161,6 +161,12 @@ class TransactionAborted(DatabaseUnavailable):
     Running it again can succeed."""
 
 
+class NodeNotReady(DatabaseUnavailable):
+    """The database node cannot take work now (a Galera node that is
+    joining, or cut off from the cluster's majority).  Another node, or
+    this one a moment later, can."""
+
+
 class ConcurrentUpdate(Conflict):
     """A generation check failed: someone else changed the entity first."""
 

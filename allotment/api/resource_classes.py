@@ -32,9 +32,9 @@ def _render(req: falcon.Request, row) -> dict:
 
 
 def _stamp(row):
-    # Standard classes have no meaningful modification time: "now" is used.
-    if not service.is_custom(row.name):
-        return None
+    # Standard classes too: their rows were written when the names were
+    # synced, and that time is what upstream answers.  A row without any
+    # time (None) makes the answer's time now.
     return rendering.latest(row.created_at, row.updated_at)
 
 

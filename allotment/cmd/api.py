@@ -16,7 +16,8 @@ DEFAULT_BIND = "127.0.0.1:8778"
 
 
 class _Server(BaseApplication):
-    def __init__(self, conf, bind: str, workers: int) -> None:
+    def __init__(self, conf, bind: str, workers: int,
+                 control_socket: str | None = None) -> None:
         self._conf = conf
         self._options = {
             "bind": bind,
@@ -36,12 +37,22 @@ class _Server(BaseApplication):
             # path); proxies are handled by [oslo_middleware] as in Placement.
             "forwarder_headers": "",
         }
+        # gunicorn 25.1 and later open a control socket at one path per user
+        # ($XDG_RUNTIME_DIR or ~/.gunicorn/gunicorn.ctl): a second server of
+        # the same user would take the first one's.  None unless asked for,
+        # and then where asked.
+        self._control_socket = control_socket
         DeadlineSyncWorker.client_timeout = conf.allotment.client_timeout
         super().__init__()
 
     def load_config(self) -> None:
         for key, value in self._options.items():
             self.cfg.set(key, value)
+        if "control_socket_disable" in self.cfg.settings:
+            if self._control_socket:
+                self.cfg.set("control_socket", self._control_socket)
+            else:
+                self.cfg.set("control_socket_disable", True)
 
     def load(self):
         from allotment.api.app import create_app
@@ -59,6 +70,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--auth-strategy", choices=("keystone", "noauth2"),
                         help="override [api] auth_strategy (noauth2 is for "
                         "development: the token 'admin' is an administrator)")
+    parser.add_argument("--control-socket", metavar="PATH",
+                        help="open gunicorn's control socket (for gunicornc) at PATH; "
+                        "by default there is none")
     args = parser.parse_args(argv)
     if args.workers < 1:
         parser.error("--workers must be at least 1")
@@ -72,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     setup.prepare_database(database, conf)
     database.dispose()
 
-    _Server(conf, args.bind, args.workers).run()
+    _Server(conf, args.bind, args.workers, args.control_socket).run()
     return 0
 
 

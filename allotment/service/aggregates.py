@@ -8,6 +8,7 @@ from allotment import errors
 from allotment.service.resource_providers import require, require_locked
 from allotment.storage import aggregates as store
 from allotment.storage import resource_providers as providers
+from allotment.storage import retry
 from allotment.storage.db import Database
 
 GENERATION_CONFLICT = (
@@ -21,6 +22,7 @@ def get_aggregates(db: Database, uuid: str) -> tuple[Row, list[str]]:
         return provider, store.for_provider(conn, provider.id)
 
 
+@retry.retried
 def set_aggregates(db: Database, uuid: str, aggregates: list[str], *,
                    generation: int | None) -> Row:
     """Replace the provider's aggregates.

@@ -29,7 +29,7 @@ from allotment.service import consumers as consumer_service
 from allotment.service.consumers import ConsumerRequest
 from allotment.storage import allocations as store
 from allotment.storage import consumers as consumer_store
-from allotment.storage import resource_classes, resource_providers
+from allotment.storage import resource_classes, resource_providers, retry
 from allotment.storage.db import Database
 
 LOG = logging.getLogger(__name__)
@@ -82,6 +82,8 @@ def run_write(db: Database, work: Callable[[Connection], T], *, attempts: int,
             reason = "generation conflict"
         except errors.TransactionAborted as exc:
             reason = type(exc.__cause__).__name__
+            # Two writers that keep aborting each other part.
+            retry.pause(attempt)
         except sa.exc.IntegrityError:
             # Two writers creating the same consumer (or project, user,
             # type): the loser retries and finds the winner's row.
@@ -259,6 +261,7 @@ def _translate(run: Callable[[], T], not_found: str) -> T:
         raise errors.Conflict(f"Unable to allocate inventory: {exc}") from None
 
 
+@retry.retried
 def replace_for_consumer(db: Database, item: ConsumerAllocations, *, attempts: int) -> None:
     """PUT /allocations/{consumer_uuid}: the consumer's whole allocation."""
     _translate(
@@ -266,6 +269,7 @@ def replace_for_consumer(db: Database, item: ConsumerAllocations, *, attempts: i
         f"Unable to allocate inventory for consumer {item.consumer.uuid}: ")
 
 
+@retry.retried
 def replace_many(db: Database, batch: Sequence[ConsumerAllocations], *, attempts: int) -> None:
     """POST /allocations: several consumers at once, all or nothing."""
     _translate(
@@ -273,6 +277,7 @@ def replace_many(db: Database, batch: Sequence[ConsumerAllocations], *, attempts
         "Unable to allocate inventory ")
 
 
+@retry.retried
 def delete_for_consumer(db: Database, consumer_uuid: str) -> None:
     """Remove every allocation of a consumer, and with them the consumer."""
     with db.write() as conn:

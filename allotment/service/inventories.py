@@ -14,6 +14,7 @@ from allotment import errors
 from allotment.service.resource_providers import require
 from allotment.storage import inventories as store
 from allotment.storage import resource_providers as providers
+from allotment.storage import retry
 from allotment.storage.db import Database
 
 GENERATION_CONFLICT = "resource provider generation conflict"
@@ -39,6 +40,7 @@ def get_inventory(db: Database, uuid: str, resource_class: str) -> tuple[Row, Ro
     return provider, inventory
 
 
+@retry.retried
 def replace_inventories(db: Database, uuid: str, generation: int,
                         inventories: Mapping[str, Mapping], *,
                         reserved_may_equal_total: bool) -> tuple[Row, dict[str, dict]]:
@@ -63,6 +65,7 @@ def replace_inventories(db: Database, uuid: str, generation: int,
             name: store.with_defaults(fields) for name, fields in inventories.items()}
 
 
+@retry.retried
 def delete_inventories(db: Database, uuid: str) -> None:
     """DELETE /inventories (1.5): remove all, unless some class is in use."""
     with db.write() as conn:
@@ -76,6 +79,7 @@ def delete_inventories(db: Database, uuid: str) -> None:
                 "request.") from None
 
 
+@retry.retried
 def _one_change(db: Database, uuid: str, resource_class: str, fields: Mapping, *,
                 generation: int | None, creating: bool,
                 reserved_may_equal_total: bool) -> tuple[Row, dict]:
@@ -136,6 +140,7 @@ def update_inventory(db: Database, uuid: str, resource_class: str, generation: i
                        creating=False, reserved_may_equal_total=reserved_may_equal_total)
 
 
+@retry.retried
 def delete_inventory(db: Database, uuid: str, resource_class: str) -> None:
     """DELETE /inventories/{class}."""
     with db.write() as conn:

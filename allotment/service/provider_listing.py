@@ -45,6 +45,17 @@ def _bad_trait(name: str) -> errors.BadRequest:
         f'Invalid trait(s) in "required" parameter: No such trait(s): {name}.')
 
 
+def refuse_damaged(world: World, uuid: str | None) -> None:
+    """Refuse a request about a provider the world keeps out because its
+    parent links are broken in the database (see world.model.split_damaged);
+    the rest of the world is served as usual."""
+    why = world.damaged.get(uuid) if uuid is not None else None
+    if why is not None:
+        raise errors.Conflict(
+            f"Resource provider {uuid} cannot be served: {why} in the database. "
+            "An operator must repair its parent_provider_id and root_provider_id.")
+
+
 def _view(world: World, snap: LiveSnapshot, uuid: str,
           memo: dict[str, object]) -> ProviderView:
     rev = snap.revision(uuid)
@@ -85,6 +96,7 @@ def show(db: Database, uuid: str) -> ProviderView | None:
     UUID (the caller asks the tables then: a database may match a UUID
     written differently, as MySQL's case-insensitive collations do)."""
     with world_sync.current(db) as world:
+        refuse_damaged(world, uuid)
         snap = world.snapshot
         if uuid not in snap.index:
             return None
@@ -100,6 +112,7 @@ def list_providers(db: Database, filters) -> list[ProviderView]:
     are examined.
     """
     with world_sync.current(db) as world:
+        refuse_damaged(world, filters.in_tree)
         snap = world.snapshot
         chosen: Iterable[int] | None = None
         if filters.in_tree is not None:
@@ -185,6 +198,7 @@ def usages(db: Database, uuid: str) -> tuple[int, dict[str, int]] | None:
     request, as a fresh SUM over the allocations table would be.
     """
     with world_sync.current(db) as world:
+        refuse_damaged(world, uuid)
         snap = world.snapshot
         i = snap.index.get(uuid)
         if i is None:

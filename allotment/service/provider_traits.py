@@ -8,6 +8,7 @@ from allotment import errors
 from allotment.service.resource_providers import require
 from allotment.storage import provider_traits as store
 from allotment.storage import resource_providers as providers
+from allotment.storage import retry
 from allotment.storage import traits as trait_store
 from allotment.storage.db import Database
 
@@ -22,6 +23,7 @@ def get_traits(db: Database, uuid: str) -> tuple[Row, list[Row]]:
         return provider, store.for_provider(conn, provider.id)
 
 
+@retry.retried
 def set_traits(db: Database, uuid: str, names: list[str],
                generation: int) -> tuple[Row, list[Row]]:
     """Replace the provider's traits; every name must be a known trait."""
@@ -45,6 +47,7 @@ def set_traits(db: Database, uuid: str, names: list[str],
         return providers.advanced(provider, generation, now), rows
 
 
+@retry.retried
 def delete_traits(db: Database, uuid: str) -> None:
     with db.write() as conn:
         provider = require(conn, uuid)

@@ -7,6 +7,7 @@ from sqlalchemy.engine import Row
 
 from allotment import errors
 from allotment.storage import resource_classes as store
+from allotment.storage import retry
 from allotment.storage.db import Database
 
 CUSTOM_PREFIX = os_resource_classes.CUSTOM_NAMESPACE
@@ -29,6 +30,7 @@ def get_class(db: Database, name: str) -> Row:
     return row
 
 
+@retry.retried
 def create_class(db: Database, name: str) -> Row:
     with db.write() as conn:
         row = store.create(conn, name)
@@ -37,12 +39,14 @@ def create_class(db: Database, name: str) -> Row:
     return row
 
 
+@retry.retried
 def ensure_class(db: Database, name: str) -> tuple[Row, bool]:
     """Create the class unless it exists; tells whether it was created."""
     with db.write() as conn:
         return store.ensure(conn, name)
 
 
+@retry.retried
 def rename_class(db: Database, name: str, new_name: str) -> Row:
     with db.write() as conn:
         if store.get(conn, name) is None:
@@ -54,6 +58,7 @@ def rename_class(db: Database, name: str, new_name: str) -> Row:
         return store.get(conn, new_name)
 
 
+@retry.retried
 def delete_class(db: Database, name: str) -> None:
     with db.write() as conn:
         row = store.get(conn, name)

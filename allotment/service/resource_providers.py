@@ -11,6 +11,7 @@ from allotment import errors
 from allotment.service import provider_listing
 from allotment.storage import inventories as inventory_store
 from allotment.storage import resource_providers as store
+from allotment.storage import retry
 from allotment.storage import traits as trait_store
 from allotment.storage import usages as usage_store
 from allotment.storage.db import Database
@@ -79,6 +80,7 @@ def _duplicate(uuid: str | None, name: str | None) -> errors.Conflict:
         code=errors.DUPLICATE_NAME)
 
 
+@retry.retried
 def create_provider(db: Database, *, name: str, uuid: str | None = None,
                     parent_uuid: str | None = None) -> Row | store.ProviderRow:
     """A new provider; ``uuid`` may be any spelling of a UUID (normalised)."""
@@ -107,6 +109,7 @@ def create_provider(db: Database, *, name: str, uuid: str | None = None,
         return row
 
 
+@retry.retried
 def update_provider(db: Database, uuid: str, *, name: str,
                     parent_uuid: object = UNCHANGED,
                     allow_reparenting: bool = False) -> Row:
@@ -161,6 +164,7 @@ def _move(conn: Connection, row: Row, parent_uuid, allow_reparenting: bool, refu
     store.set_parent(conn, row, store.get_by_id(conn, parent.id))
 
 
+@retry.retried
 def delete_provider(db: Database, uuid: str) -> None:
     with db.write() as conn:
         row = store.get_by_uuid(conn, uuid)

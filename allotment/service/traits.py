@@ -6,6 +6,7 @@ import os_traits
 from sqlalchemy.engine import Row
 
 from allotment import errors
+from allotment.storage import retry
 from allotment.storage import traits as store
 from allotment.storage.db import Database
 
@@ -20,11 +21,13 @@ def get_trait(db: Database, name: str) -> Row:
     return row
 
 
+@retry.retried
 def ensure_trait(db: Database, name: str) -> tuple[Row, bool]:
     with db.write() as conn:
         return store.ensure(conn, name)
 
 
+@retry.retried
 def delete_trait(db: Database, name: str) -> None:
     with db.write() as conn:
         row = store.get(conn, name)

@@ -217,7 +217,24 @@ def _setup_mysql(engine: Engine, mode: str, statement_timeout: int) -> None:
                 # MySQL limits only SELECTs; writes are bounded by the lock wait.
                 cur.execute("SET SESSION max_execution_time = %s",
                             (statement_timeout * 1000,))
+        if galera_node(cur):
+            # Causal reads and writes: a transaction's first statement,
+            # whatever it is (reads, updates and deletes, inserts: 1 + 2 +
+            # 4), first waits until this node has applied every write set
+            # the cluster committed before it, so a change written (and
+            # acknowledged) through another node is never missing from what
+            # is read here -- the change feed included -- nor from what a
+            # write checks.  (Writes begin without a BEGIN of their own, and
+            # some with an INSERT.)
+            cur.execute("SET SESSION wsrep_sync_wait = 7")
         cur.close()
+
+
+def galera_node(cursor) -> bool:
+    """Whether the server behind a DBAPI cursor replicates with Galera."""
+    cursor.execute("SHOW VARIABLES LIKE 'wsrep_on'")
+    row = cursor.fetchone()
+    return row is not None and str(row[1]).upper() == "ON"
 
 
 @contextmanager

@@ -19,11 +19,19 @@ from allotment import errors
 LOG = logging.getLogger(__name__)
 
 # SQLSTATEs of PostgreSQL's serialization_failure and deadlock_detected, and
-# MySQL's deadlock error: the transaction is doomed but running it again can
-# succeed.  A lock wait that timed out is not retried: it already took the
-# whole statement timeout, and the client should hear of it then.
+# MySQL's errors for a transaction the server aborted: the transaction is
+# doomed but running it again can succeed.  On a Galera cluster a
+# certification failure, or a transaction aborted by a write set applied
+# from another node, is reported as a deadlock (1213), an error during
+# COMMIT (1180), or, when the abort came inside a savepoint, as that
+# savepoint missing (1305).  A lock wait that timed out is not retried: it
+# already took the whole statement timeout, and the client should hear of
+# it then.
 _PG_RETRYABLE = {"40001", "40P01"}
-_MYSQL_RETRYABLE = {1213}
+_MYSQL_RETRYABLE = {1213, 1180, 1305}
+# "WSREP has not yet prepared node for application use": a Galera node
+# joining, or without a primary component.
+_MYSQL_NOT_READY = {1047}
 
 
 def is_transient(exc: sa.exc.DBAPIError) -> bool:
@@ -31,10 +39,22 @@ def is_transient(exc: sa.exc.DBAPIError) -> bool:
     orig = exc.orig
     if getattr(orig, "sqlstate", None) in _PG_RETRYABLE:
         return True
-    args = getattr(orig, "args", ())
-    if args and args[0] in _MYSQL_RETRYABLE:
+    if _mysql_code(exc) in _MYSQL_RETRYABLE:
         return True
     return "database is locked" in str(orig)
+
+
+def waited_out_a_lock(exc: BaseException) -> bool:
+    """Whether ``exc`` (as translated) comes from SQLite's write lock, which
+    was waited for the whole busy timeout already: running the write again
+    would make the client wait that long once more."""
+    cause = exc.__cause__
+    return isinstance(cause, sa.exc.DBAPIError) and "database is locked" in str(cause.orig)
+
+
+def _mysql_code(exc: sa.exc.DBAPIError) -> object:
+    args = getattr(exc.orig, "args", ())
+    return args[0] if args else None
 
 
 def translate(exc: Exception) -> errors.DatabaseUnavailable | None:
@@ -53,6 +73,10 @@ def translate(exc: Exception) -> errors.DatabaseUnavailable | None:
     if not isinstance(exc, sa.exc.DBAPIError) or isinstance(exc, sa.exc.IntegrityError):
         return None
     reason = str(exc.orig).strip().splitlines()[0] if exc.orig is not None else str(exc)
+    if _mysql_code(exc) in _MYSQL_NOT_READY:
+        LOG.warning("Database node not ready: %s", reason)
+        return errors.NodeNotReady(
+            "The database node cannot take work now; nothing was written. Please retry.")
     if is_transient(exc):
         LOG.info("Transaction aborted by the database: %s", reason)
         return errors.TransactionAborted(

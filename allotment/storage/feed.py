@@ -20,11 +20,28 @@ the notes of one transaction and :func:`flush` writes them as one row just
 before it commits, so the row commits or rolls back with the change.  There
 is no counter row that every writer would have to update.
 
-Ids come from the database's sequence, which hands them out in the order
-rows are *inserted*, not the order transactions *commit*: on PostgreSQL and
-MySQL a reader can see row 12 before row 11 commits.  Readers therefore keep
-track of the ids they skipped (see ``allotment.world``) and ask
-:func:`in_flight_before` whether a skipped id can still appear.
+How ids are taken decides what a reader may conclude from a skipped one:
+
+* SQLite: writers are serial, ids commit in order.
+* PostgreSQL: ids come from the table's sequence, which hands them out in
+  the order rows are *inserted*, not the order transactions *commit*: a
+  reader can see row 12 before row 11 commits.  Readers keep track of the
+  ids they skipped (see ``allotment.world``) and ask
+  :func:`in_flight_before` whether a skipped id can still appear; the
+  server knows every open transaction, so the answer is exact.
+* MySQL and MariaDB, Galera clusters included: a row's id is the last
+  row's id plus one, read under a lock on that last row (:func:`_append_next`).
+  A writer on the same server waits for the one before it to commit or roll
+  back; writers on two nodes of a Galera cluster that take the same id both
+  put that primary key in their write sets, so certification lets one commit
+  and aborts the other (which is run again).  Ids are therefore dense and
+  commit in order on every node: a row visible means every row below it is
+  visible too (Galera commits write sets in one order everywhere), and a
+  reader never waits for a skipped id.  No open transaction on another node
+  has to be guessed at, which a node of a cluster cannot see.  It also puts
+  every write in every other concurrent write's way: on a Galera cluster,
+  two writes through two nodes at once never both commit, however unrelated
+  their rows (see docs/reliability.md for the layout that avoids the retries).
 """
 
 from __future__ import annotations
@@ -37,6 +54,7 @@ from dataclasses import dataclass, field
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from allotment import errors
 from allotment.storage import direct
 from allotment.storage.tables import placement_changes, placement_feed_state, resource_providers
 
@@ -187,11 +205,39 @@ def flush(conn: Connection, notes: Notes | None, *,
     row = {"created_at": now, "data": json.dumps(data, separators=(",", ":"))}
     if conn.dialect.name == "postgresql":
         new_id = direct.execute(conn, _APPEND_RETURNING_ID, row).scalar()
+    elif conn.dialect.name == "mysql":
+        new_id = _append_next(conn, row)
     else:
         new_id = conn.execute(_APPEND, row).inserted_primary_key[0]
     if retention is not None and new_id % PRUNE_EVERY == 0:
         prune(conn, now - retention, below=new_id)
     return new_id
+
+
+# The last row, locked: a writer that has appended a row and not committed
+# holds it, so the next one waits here until that commit (or rollback).
+_TAIL = sa.select(TABLE.c.id).order_by(TABLE.c.id.desc()).limit(1).with_for_update()
+# A duplicate id is skipped, not raised: the transaction goes on and reads
+# the tail again (no savepoint needed, so none a Galera abort could undo).
+_APPEND_IF_FREE = sa.insert(TABLE).prefix_with("IGNORE")
+# Each round means another writer committed the id read: a bound only
+# against a server that ignores rows for another reason.
+_APPEND_ROUNDS = 1000
+
+
+def _append_next(conn: Connection, row: dict) -> int:
+    """Append ``row`` with the id after the last one (MySQL, MariaDB).
+
+    Several writers waiting for the same tail all read the same id when it
+    commits (the scan does not start again after the wait): the first
+    to insert it wins, the others find it taken and read the tail again.
+    """
+    for _ in range(_APPEND_ROUNDS):
+        new_id = (conn.execute(_TAIL).scalar() or 0) + 1
+        if conn.execute(_APPEND_IF_FREE, {**row, "id": new_id}).rowcount == 1:
+            return new_id
+    raise errors.TransactionAborted(
+        "The change feed kept refusing new rows; nothing was written. Please retry.")
 
 
 def prune(conn: Connection, older_than: datetime.datetime, *, below: int) -> int:
@@ -299,28 +345,19 @@ def now(conn: Connection) -> datetime.datetime:
     return utcnow()
 
 
-def in_flight_before(conn: Connection, when: datetime.datetime) -> bool | None:
+def in_flight_before(conn: Connection, when: datetime.datetime) -> bool:
     """Whether a transaction that began before ``when`` (server clock) is open.
 
     A skipped id belongs to a transaction that began before the skip was
     noticed; once no such transaction is open, the id will never appear.
-    None means the database will not tell (MySQL without the PROCESS
-    privilege); SQLite serialises writers, so nothing is ever in flight.
+    Only PostgreSQL skips ids that may still come (see the module's
+    docstring), and it knows every open transaction; elsewhere nothing is
+    ever in flight.
     """
-    backend = conn.dialect.name
-    if backend == "postgresql":
-        return conn.execute(sa.text(
-            "SELECT EXISTS (SELECT 1 FROM pg_stat_activity "
-            "WHERE datname = current_database() AND pid <> pg_backend_pid() "
-            "AND backend_type = 'client backend' AND xact_start <= :when)"),
-            {"when": when}).scalar()
-    if backend == "mysql":
-        # Run on an autocommit connection: a refusal spoils no transaction.
-        try:
-            return bool(conn.execute(sa.text(
-                "SELECT COUNT(*) FROM information_schema.innodb_trx "
-                "WHERE trx_started <= :when "
-                "AND trx_mysql_thread_id <> CONNECTION_ID()"), {"when": when}).scalar())
-        except sa.exc.DBAPIError:
-            return None
-    return False
+    if conn.dialect.name != "postgresql":
+        return False
+    return conn.execute(sa.text(
+        "SELECT EXISTS (SELECT 1 FROM pg_stat_activity "
+        "WHERE datname = current_database() AND pid <> pg_backend_pid() "
+        "AND backend_type = 'client backend' AND xact_start <= :when)"),
+        {"when": when}).scalar()

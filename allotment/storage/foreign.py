@@ -42,54 +42,88 @@ def all_triggers() -> list[tuple[str, str, str]]:
 
 
 # -- what each trigger writes, per backend -----------------------------------
-# ``row`` is NEW or OLD; each returns the SQL of one INSERT ... SELECT into
-# the feed (a SELECT, so that a provider already gone writes nothing).
+# A trigger writes one feed row per *item*: ``("root", ROW)`` the tree of a
+# provider row itself, ``("member", ROW)`` the tree of the provider a row
+# belongs to (nothing if that provider is gone: its own delete says so),
+# ``("usage", ROW, SIGN)`` a usage delta, ``("names",)`` names changed.
+# ROW is NEW or OLD.
 
 
-def _sqlite_now() -> str:
-    return "datetime('now')"
-
-
-def _mysql_now() -> str:
-    return "UTC_TIMESTAMP()"
-
-
-def _pg_now() -> str:
-    return "(now() AT TIME ZONE 'utc')"
-
-
-def _insert(now: str, data: str, tail: str = "") -> str:
-    return f"INSERT INTO placement_changes (created_at, data) SELECT {now}, {data}{tail}"
-
-
-def _provider_roots(event: str) -> list[str]:
+def _items(table: str, event: str) -> list[tuple[str, ...]]:
     rows = {"INSERT": ["NEW"], "UPDATE": ["OLD", "NEW"], "DELETE": ["OLD"]}[event]
-    return [f"COALESCE({r}.root_provider_id, {r}.id)" for r in rows]
+    if table == "resource_providers":
+        return [("root", r) for r in rows]
+    if table in TREE_TABLES:
+        return [("member", r) for r in rows]
+    if table == "allocations":
+        return [("usage", r, "-" if r == "OLD" else "") for r in rows]
+    if table in NAME_TABLES:
+        return [("names",)]
+    raise ValueError(table)
+
+
+_NOW = {"sqlite": "datetime('now')", "mysql": "UTC_TIMESTAMP()",
+        "postgresql": "(now() AT TIME ZONE 'utc')"}
+
+
+def _data(backend: str, item: tuple[str, ...], member_root: str) -> str:
+    kind = item[0]
+    if kind == "root":
+        return _tree_json(backend, f"COALESCE({item[1]}.root_provider_id, {item[1]}.id)")
+    if kind == "member":
+        return _tree_json(backend, member_root)
+    if kind == "usage":
+        return _usage_json(backend, item[1], item[2])
+    return "'{\"n\":1}'"
 
 
 def _bodies(backend: str, table: str, event: str) -> list[str]:
     """The statements one trigger runs."""
-    now = {"sqlite": _sqlite_now, "mysql": _mysql_now, "postgresql": _pg_now}[backend]()
-    row = "OLD" if event == "DELETE" else "NEW"
-    if table == "resource_providers":
-        roots = _provider_roots(event)
-        return [_insert(now, _tree_json(backend, root)) for root in roots]
-    if table in TREE_TABLES:
-        rows = ["OLD", "NEW"] if event == "UPDATE" else [row]
-        return [_insert(now, _tree_json(backend, "rp.root_provider_id"),
-                        f" FROM resource_providers rp WHERE rp.id = {r}.resource_provider_id"
-                        " AND rp.root_provider_id IS NOT NULL")
-                for r in rows]
-    if table == "allocations":
-        parts = []
-        if event in ("UPDATE", "DELETE"):
-            parts.append(("OLD", "-"))
-        if event in ("INSERT", "UPDATE"):
-            parts.append(("NEW", ""))
-        return [_insert(now, _usage_json(backend, r, sign)) for r, sign in parts]
-    if table in NAME_TABLES:
-        return [_insert(now, "'{\"n\":1}'")]
-    raise ValueError(table)
+    if backend == "mysql":
+        return [_mysql_statement(item) for item in _items(table, event)]
+    out = []
+    for item in _items(table, event):
+        tail = ""
+        if item[0] == "member":
+            tail = (f" FROM resource_providers rp WHERE rp.id = {item[1]}.resource_provider_id"
+                    " AND rp.root_provider_id IS NOT NULL")
+        out.append("INSERT INTO placement_changes (created_at, data) SELECT "
+                   f"{_NOW[backend]}, {_data(backend, item, 'rp.root_provider_id')}{tail}")
+    return out
+
+
+# On MySQL a feed row's id is the last row's plus one, read under the last
+# row's lock (as storage/feed.py appends): ids then commit in order on every
+# node of a Galera cluster, and two nodes taking the same id conflict in
+# certification.  A duplicate is skipped and the tail read again.
+_MYSQL_DECLARE = (
+    "DECLARE v_tail BIGINT DEFAULT NULL; DECLARE v_root BIGINT DEFAULT NULL; "
+    "DECLARE v_tries INT DEFAULT 0; DECLARE v_done INT DEFAULT 0; ")
+
+
+def _mysql_append(data: str) -> str:
+    # The id after the tail is looked for with a locking read too: a plain
+    # read would see the snapshot of the writer's transaction (REPEATABLE
+    # READ), not a row committed since; the tail's lock then keeps others
+    # from taking that id before this transaction ends.
+    return ("SET v_tries = 0, v_done = 0; REPEAT SET v_tries = v_tries + 1; "
+            "SET v_tail = COALESCE((SELECT id FROM placement_changes ORDER BY id DESC "
+            "LIMIT 1 FOR UPDATE), 0); "
+            "IF (SELECT COUNT(*) FROM placement_changes WHERE id = v_tail + 1 FOR UPDATE) = 0 "
+            "THEN INSERT INTO placement_changes (id, created_at, data) "
+            f"VALUES (v_tail + 1, {_NOW['mysql']}, {data}); SET v_done = 1; END IF; "
+            "UNTIL v_done = 1 OR v_tries >= 1000 END REPEAT; "
+            "IF v_done = 0 THEN SIGNAL SQLSTATE '40001' SET MYSQL_ERRNO = 1213, "
+            "MESSAGE_TEXT = 'change feed busy: deadlock found, try restarting transaction'; "
+            "END IF")
+
+
+def _mysql_statement(item: tuple[str, ...]) -> str:
+    if item[0] != "member":
+        return _mysql_append(_data("mysql", item, ""))
+    return (f"SET v_root = (SELECT root_provider_id FROM resource_providers "
+            f"WHERE id = {item[1]}.resource_provider_id); IF v_root IS NOT NULL THEN "
+            f"{_mysql_append(_data('mysql', item, 'v_root'))}; END IF")
 
 
 def _tree_json(backend: str, root: str) -> str:
@@ -128,7 +162,7 @@ def install(conn: Connection) -> None:
             body = "; ".join(statements)
             conn.exec_driver_sql(
                 f"CREATE TRIGGER {name} AFTER {event} ON {table} FOR EACH ROW "
-                f"BEGIN IF @allotment_writer IS NULL THEN {body}; END IF; END")
+                f"BEGIN {_MYSQL_DECLARE}IF @allotment_writer IS NULL THEN {body}; END IF; END")
         else:
             body = "".join(f"{s}; " for s in statements)
             conn.exec_driver_sql(

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql
+from sqlalchemy.dialects import mysql, postgresql
 from sqlalchemy.engine import Connection, Row
 
 from allotment import errors
@@ -204,6 +204,12 @@ def advanced(row: Row | ProviderRow, generation: int,
 
 
 _TREE_LOCK = sa.select(sa.func.pg_advisory_xact_lock(_TREE_LOCK_KEY))
+# MySQL's guard row: a row of placement_feed_state apart from the feed's own
+# (id 1), whose one column counts the changes of shape made.
+_TREE_GUARD_ID = 2
+_TREE_GUARD = (mysql.insert(placement_feed_state)
+               .values(id=_TREE_GUARD_ID, pruned_below=1)
+               .on_duplicate_key_update(pruned_below=placement_feed_state.c.pruned_below + 1))
 
 
 def lock_tree_shapes(conn: Connection) -> None:
@@ -212,15 +218,18 @@ def lock_tree_shapes(conn: Connection) -> None:
     Loop detection and the root ids of a moved subtree are only correct if no
     other writer reshapes the same trees meanwhile.  SQLite writers are
     already serial (BEGIN IMMEDIATE); PostgreSQL takes a transaction-scoped
-    advisory lock.  MySQL's named locks outlive the transaction, so there the
-    one row of ``placement_feed_state`` is locked instead (released by the
-    commit or rollback, whatever happens to the connection).
+    advisory lock.  On MySQL every such writer *writes* one guard row (a
+    counter): on one server its row lock queues them until the commit or
+    rollback, and on a Galera cluster, where a lock taken on one node means
+    nothing to the others, the row is in every such writer's write set, so
+    of two committing at once through two nodes certification aborts one (it
+    is run again, and then sees the other's change).  A lock on a row that
+    is only read would not be certified.
     """
     if conn.dialect.name == "postgresql":
         direct.execute(conn, _TREE_LOCK)
     elif conn.dialect.name == "mysql":
-        conn.execute(sa.select(placement_feed_state.c.id)
-                     .where(placement_feed_state.c.id == 1).with_for_update())
+        conn.execute(_TREE_GUARD)
 
 
 _LOCKED_BY_UUIDS_OR_IDS = (

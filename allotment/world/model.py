@@ -7,11 +7,14 @@ Pure data and pure functions: the SQL that reads what to apply lives in
 from __future__ import annotations
 
 import datetime
+import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from allotment.engine.live import LiveSnapshot
 from allotment.engine.snapshot import Inventory, ProviderRecord
+
+LOG = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,53 @@ def records_of(loaded: Mapping[int, dict]) -> list[ProviderRecord]:
         for p in loaded.values()]
 
 
+CYCLE = "its parent links form a cycle"
+NO_ROOT = "its parent links lead to a provider that is missing or damaged"
+
+
+def split_damaged(loaded: Mapping[int, dict]) -> tuple[dict[int, dict], dict[str, str]]:
+    """``loaded`` without the providers whose parent links do not reach a
+    root inside it, and those providers (UUID -> why).
+
+    Whole trees are read at once, so every parent is among them: a provider
+    whose chain of parents loops, or ends at one that is not there, was left
+    by writes the database should have refused (two re-parentings committed
+    at once through two cluster nodes, a foreign writer).  The engine cannot
+    place such providers in a tree; the world keeps them out, and says so,
+    instead of failing as a whole.
+    """
+    pid_of = {p["uuid"]: pid for pid, p in loaded.items()}
+    verdict: dict[str, str | None] = {}  # None: reaches a root
+    for start in pid_of:
+        chain: list[str] = []
+        node: str | None = start
+        why: str | None = None
+        while node is not None and node not in verdict:
+            if node in chain:
+                # The loop itself; those that lead into it only hang off it.
+                loop = chain.index(node)
+                verdict.update((member, CYCLE) for member in chain[loop:])
+                del chain[loop:]
+                why = NO_ROOT
+                break
+            if node not in pid_of:
+                why = NO_ROOT
+                break
+            chain.append(node)
+            node = loaded[pid_of[node]]["parent_uuid"]
+        else:
+            # Reached a root, or a provider already judged.
+            why = None if node is None or verdict[node] is None else NO_ROOT
+        for member in chain:
+            verdict[member] = why
+    damaged = {uuid: why for uuid, why in verdict.items() if why is not None}
+    if not damaged:
+        return dict(loaded), {}
+    LOG.error("Providers left out of the world because their parent links are broken "
+              "in the database (repair them, then restart): %s", damaged)
+    return {pid: p for pid, p in loaded.items() if p["uuid"] not in damaged}, damaged
+
+
 class World:
     """Every provider with its usage, plus the names of classes and traits."""
 
@@ -86,6 +136,9 @@ class World:
         # UUID -> position in creation order, rebuilt on demand after trees
         # change (listings are in creation order).
         self._creation_rank: dict[str, int] | None = None
+        # Providers kept out because their parent links are broken (see
+        # split_damaged): UUID -> why.  Requests about them are refused.
+        loaded, self.damaged = split_damaged(loaded)
         self._remember(loaded)
         self.snapshot = LiveSnapshot.build(records_of(loaded))
         self.snapshot.add_usage(self._usage_deltas(usage))
@@ -140,6 +193,10 @@ class World:
 
     def replace_trees(self, root_ids: Iterable[int], loaded: Mapping[int, dict]) -> None:
         """The trees whose roots were ``root_ids`` are now exactly ``loaded``."""
+        loaded, damaged = split_damaged(loaded)
+        for p in loaded.values():
+            self.damaged.pop(p["uuid"], None)
+        self.damaged.update(damaged)
         snap = self.snapshot
         old_roots = self.root_uuids(set(root_ids))
         before: set[str] = set()

@@ -8,19 +8,22 @@ a change.  Only at start (or when the feed was pruned past what this
 process had read, or a write asked every process to reload) is the whole
 world read.
 
-Ids of feed rows are taken in insert order, but on PostgreSQL and MySQL
-transactions commit in any order: row 12 can be visible while row 11 is
-still to come.  So the reader remembers every id it skipped (a *gap*) and
-asks for those again with every read until they appear.  An id can also
-never appear (its transaction rolled back after taking it); once the
-database says no transaction that began before the gap was noticed is still
-open, a gap that has not appeared never will, and is forgotten.
+On SQLite and MySQL/MariaDB (a Galera cluster included) feed rows commit
+in id order (see storage/feed.py): an id skipped is never coming.  On
+PostgreSQL ids are taken in insert order but transactions commit in any
+order: row 12 can be visible while row 11 is still to come.  So there the
+reader remembers every id it skipped (a *gap*) and asks for those again
+with every read until they appear.  An id can also never appear (its
+transaction rolled back after taking it); once the server says no
+transaction that began before the gap was noticed is still open, a gap that
+has not appeared never will, and is forgotten.  That question is exact on
+one server; it is never asked of a node of a cluster, which cannot see the
+transactions open on the others.
 """
 
 from __future__ import annotations
 
 import datetime
-import logging
 import threading
 import time
 import weakref
@@ -33,21 +36,18 @@ from allotment.storage import snapshot as store
 from allotment.storage.db import Database
 from allotment.world.model import Names, World
 
-LOG = logging.getLogger(__name__)
-
 # A gap younger than this (seconds) is simply asked for again: the
 # transaction holding it is usually about to commit.
 GAP_PATIENCE = 1.0
-# When the database cannot tell which transactions are open (MySQL without
-# the PROCESS privilege), a gap older than this is taken as rolled back.
-GAP_TIMEOUT = 60.0
+# Backends on which a skipped id may still commit later (see above).
+OUT_OF_ORDER = frozenset({"postgresql"})
 # More gaps than this means something odd is going on: reload everything.
 MAX_GAPS = 10_000
 
 
 @dataclass(frozen=True)
 class Gap:
-    noticed: datetime.datetime | None  # database clock; None on SQLite
+    noticed: datetime.datetime  # database clock
     since: float  # time.monotonic() when first noticed
 
 
@@ -157,9 +157,9 @@ class Replica:
             return True
         if skipped[0] < feed.pruned_below(conn):
             return False
-        if self.db.backend == "sqlite":
-            # Writers are serial and ids never reused: a skipped id was
-            # rolled back, never to appear.
+        if self.db.backend not in OUT_OF_ORDER:
+            # Rows commit in id order: a skipped id was rolled back (SQLite)
+            # or never taken, never to appear.
             return True
         noticed = feed.now(conn)
         since = time.monotonic()
@@ -178,18 +178,9 @@ class Replica:
         self._checked = now
         settled: set[int] = set()
         for noticed in sorted({g.noticed for g in due.values()}):
-            open_ = feed.in_flight_before(conn, noticed)
-            if open_ is None:
-                settled.update(i for i, g in due.items()
-                               if g.noticed == noticed and now - g.since >= GAP_TIMEOUT)
-                if settled:
-                    LOG.warning("Change feed ids %s were skipped for %.0f s and the "
-                                "database does not say which transactions are open; "
-                                "taking them as rolled back", sorted(settled), GAP_TIMEOUT)
-            elif not open_:
-                settled.update(i for i, g in due.items() if g.noticed == noticed)
-            else:
+            if feed.in_flight_before(conn, noticed):
                 break  # later ones were noticed later still
+            settled.update(i for i, g in due.items() if g.noticed == noticed)
         if not settled:
             return []
         # Read them once more: one may have committed just before the check.
@@ -209,7 +200,7 @@ class Replica:
                 loaded = store.load(conn)
                 usage = store.usage(conn)
                 names = Names(store.class_names(conn), store.trait_ids(conn))
-                noticed = feed.now(conn) if self.db.backend != "sqlite" else None
+                noticed = feed.now(conn) if self.db.backend in OUT_OF_ORDER else None
             self.world = World(loaded, usage, names)
             self.head = ids[-1] if ids else max(pruned - 1, 0)
             self.gaps = {}

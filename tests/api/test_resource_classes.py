@@ -120,3 +120,23 @@ def test_delete_standard_is_400(api):
     assert resp.status == 400
     assert "Cannot delete standard resource class VCPU" in resp.error()["detail"]
     assert api.get("/resource_classes/VCPU").status == 200
+
+
+def test_a_standard_class_is_as_new_as_its_row(api, db):
+    """Upstream answers the time the class's row was written (when standard
+    names were synced), not the time of the request."""
+    import datetime
+
+    import sqlalchemy as sa
+
+    from allotment.storage import feed, tables
+
+    written = datetime.datetime(2021, 3, 4, 5, 6, 7)
+    with db.write() as conn:
+        conn.execute(sa.update(tables.resource_classes).values(created_at=written,
+                                                               updated_at=None))
+        feed.note_names(conn)
+    shown = api.get("/resource_classes/VCPU", version="1.15")
+    assert shown.headers["last-modified"] == "Thu, 04 Mar 2021 05:06:07 GMT"
+    listed = api.get("/resource_classes", version="1.15")
+    assert listed.headers["last-modified"] == "Thu, 04 Mar 2021 05:06:07 GMT"

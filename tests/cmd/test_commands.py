@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -203,3 +204,48 @@ def test_wsgi_module_reads_os_placement_config_dir(tmp_path):
                             text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "204"
+
+
+
+@contextlib.contextmanager
+def _two_servers(conf_file, home: Path, first: list[str], second: list[str]):
+    """Two allotment-api servers of one user (one HOME, one runtime
+    directory), started with these extra arguments; both must serve."""
+    env = {**os.environ, "HOME": str(home), "XDG_RUNTIME_DIR": str(home / "run")}
+    (home / "run").mkdir()
+    procs = []
+    try:
+        for args in (first, second):
+            port = free_port()
+            proc = subprocess.Popen(
+                [str(BIN / "allotment-api"), "--config-file", str(conf_file),
+                 "--bind", f"127.0.0.1:{port}", "--workers", "1", *args],
+                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            procs.append(proc)
+            wait_until_serving(port, proc)
+        yield
+        assert all(proc.poll() is None for proc in procs)
+    finally:
+        for proc in procs:
+            proc.terminate()
+            proc.wait(30)
+
+
+def test_servers_of_one_user_share_no_control_socket(conf_file, tmp_path):
+    with _two_servers(conf_file, tmp_path, [], []):
+        assert not list(tmp_path.rglob("gunicorn.ctl"))
+
+
+def test_a_control_socket_is_opened_only_where_asked(conf_file, tmp_path):
+    import gunicorn.config
+
+    if not any(s.name == "control_socket" for s in gunicorn.config.KNOWN_SETTINGS):
+        pytest.skip("this gunicorn has no control socket")
+    sockets = [tmp_path / "a.ctl", tmp_path / "b.ctl"]
+    with _two_servers(conf_file, tmp_path, ["--control-socket", str(sockets[0])],
+                      ["--control-socket", str(sockets[1])]):
+        deadline = time.monotonic() + 30
+        while not all(s.is_socket() for s in sockets) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert all(s.is_socket() for s in sockets)
+        assert not list(tmp_path.rglob("gunicorn.ctl"))

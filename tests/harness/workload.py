@@ -60,6 +60,8 @@ class Outcome:
 @dataclass
 class Record:
     statuses: Counter = field(default_factory=Counter)
+    # (the URL of the service that answered, status): who answered what.
+    by_service: Counter = field(default_factory=Counter)
     bad: list[str] = field(default_factory=list)  # 5xx other than 503, bad bodies
     consumers: dict[str, Outcome] = field(default_factory=dict)
     claims_ok: int = 0
@@ -154,6 +156,8 @@ class Workload:
             return None
         with self.record.lock:
             self.record.statuses[resp.status_code] += 1
+            self.record.by_service[next((u for u in self.urls if url.startswith(u)), url),
+                                   resp.status_code] += 1
             if resp.status_code >= 500:
                 self._check_503(method, url, resp)
         return resp.status_code
@@ -343,7 +347,7 @@ def audit(workload: Workload, database_url: str) -> dict:
             held: dict[str, dict[str, int]] = {}
             rows = conn.execute(
                 sa.select(c.c.uuid, rp.c.uuid, rc.c.name, a.c.used)
-                .select_from(a.join(c, c.c.id == a.c.consumer_id)
+                .select_from(a.join(c, c.c.uuid == a.c.consumer_id)
                              .join(rp, rp.c.id == a.c.resource_provider_id)
                              .join(rc, rc.c.id == a.c.resource_class_id)))
             for consumer, provider, cls, used in rows:

@@ -402,3 +402,80 @@ def test_a_missing_trigger_keeps_the_service_down_until_db_sync_puts_it_back(ups
         assert migration.triggers_complete(conn)
     setup.prepare_database(db, make_conf(upstream_url))
     db.dispose()
+
+
+def test_concurrent_writes_of_both_kinds_all_reach_the_world(upstream_url):
+    """Other programs and allotment writing at once: a world kept current
+    from the feed ends equal to one read afresh."""
+    import threading
+
+    from allotment.storage import feed
+
+    ids = fill(upstream_url)
+    db = open_db(upstream_url)
+    migration.upgrade(db.engine)
+    replica = Replica(db)
+    with replica.current() as world:
+        root = {u: i for i, u in world.uuid_of_id.items()}[ids["root"]]
+    errors: list[BaseException] = []
+
+    def again_on_deadlock(write) -> None:
+        # As both programs do: a transaction the database aborted to break
+        # a deadlock is run again (upstream's oslo.db, allotment's services).
+        from allotment import errors as allotment_errors
+
+        for _ in range(20):
+            try:
+                return write()
+            except allotment_errors.TransactionAborted:
+                continue
+            except sa.exc.OperationalError as exc:
+                if "1213" not in str(exc) and "deadlock" not in str(exc).lower():
+                    raise
+        raise AssertionError("still deadlocked after 20 tries")
+
+    def claim_elsewhere(engine):
+        with engine.begin() as conn:
+            conn.execute(sa.insert(tables.allocations).values(
+                resource_provider_id=root, consumer_id=ids["consumer"],
+                resource_class_id=2, used=1, created_at=db_mod.utcnow()))
+
+    def claim_here():
+        with db.write() as conn:
+            conn.execute(sa.insert(tables.allocations).values(
+                resource_provider_id=root, consumer_id=ids["consumer"],
+                resource_class_id=2, used=2, created_at=db_mod.utcnow()))
+            feed.note_usage(conn, {(root, 2): 2})
+
+    def other_program():
+        engine = plain_engine(upstream_url)
+        try:
+            for _ in range(15):
+                again_on_deadlock(lambda: claim_elsewhere(engine))
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            engine.dispose()
+
+    def allotment_writer():
+        try:
+            for _ in range(15):
+                again_on_deadlock(claim_here)
+                with replica.current():
+                    pass
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=f) for f in
+               (other_program, other_program, allotment_writer, allotment_writer)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert not errors, errors
+    with replica.current() as world:
+        assert world.snapshot.used[ids["root"]]["DISK_GB"] == 100 + 2 * 15 + 2 * 30
+        fresh = Replica(db)
+        with fresh.current() as rebuilt:
+            assert world_view(world) == world_view(rebuilt)
+    db.dispose()

@@ -24,9 +24,9 @@ def _allocate(conn, provider_id: int, class_name: str, used: int) -> None:
         external_id=_uuid(), created_at=now)).inserted_primary_key[0]
     user = conn.execute(sa.insert(users).values(
         external_id=_uuid(), created_at=now)).inserted_primary_key[0]
-    consumer = conn.execute(sa.insert(consumers).values(
-        uuid=_uuid(), project_id=project, user_id=user, created_at=now)
-    ).inserted_primary_key[0]
+    consumer = _uuid()
+    conn.execute(sa.insert(consumers).values(
+        uuid=consumer, project_id=project, user_id=user, created_at=now))
     class_id = inventories.class_ids(conn, [class_name])[class_name]
     conn.execute(sa.insert(allocations).values(
         resource_provider_id=provider_id, consumer_id=consumer,

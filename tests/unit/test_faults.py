@@ -49,9 +49,24 @@ def test_unavailability_is_a_503_that_is_not_retried(exc):
     _wrapped(sa.exc.OperationalError, _PgError("40001")),
     _wrapped(sa.exc.OperationalError, pymysql.err.OperationalError(1213, "Deadlock found")),
     _wrapped(sa.exc.OperationalError, sqlite3.OperationalError("database is locked")),
+    # Galera: a certification failure surfacing at COMMIT, and a transaction
+    # aborted inside a savepoint by a write set applied from another node.
+    _wrapped(sa.exc.OperationalError,
+             pymysql.err.OperationalError(1180, "Got error 149 during COMMIT")),
+    _wrapped(sa.exc.OperationalError,
+             pymysql.err.OperationalError(1305, "SAVEPOINT sa_savepoint_1 does not exist")),
 ])
 def test_conflicts_between_transactions_may_be_retried(exc):
     assert isinstance(faults.translate(exc), errors.TransactionAborted)
+
+
+def test_a_galera_node_not_ready_is_a_503_to_wait_for():
+    exc = _wrapped(sa.exc.OperationalError, pymysql.err.OperationalError(
+        1047, "WSREP has not yet prepared node for application use"))
+    translated = faults.translate(exc)
+    assert isinstance(translated, errors.NodeNotReady)
+    assert not isinstance(translated, errors.TransactionAborted)
+    assert translated.status == 503
 
 
 @pytest.mark.parametrize("exc", [
