@@ -191,9 +191,10 @@ def main(argv: list[str] | None = None) -> int:
         for shape in args.shapes:
             for hosts in args.hosts:
                 world = flavors.world(shape, hosts)
+                rounds = f"{args.rounds} round{'' if args.rounds == 1 else 's'}"
                 title = (f"{kind}, {shape}, {hosts} hosts ({world.providers} providers, "
                          f"{hosts * args.consumers_per_host} consumers before the rounds), "
-                         f"{args.rounds} rounds of {args.schedulings} schedulings by "
+                         f"{rounds} of {args.schedulings} schedulings by "
                          f"{args.threads} schedulers, {args.workers} workers each")
                 print(f"== {title}", file=sys.stderr, flush=True)
                 with ExitStack() as stack:
