@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -46,6 +47,7 @@ DEFAULT_CONFIGS = ["upstream", "allotment", "allotment, randomized"]
 def _private_server(kind: str, stack: ExitStack) -> tuple[str, Path]:
     """A database server started for this run alone: (URL, its directory)."""
     datadir = Path(tempfile.mkdtemp(prefix=f"allotment-mix-{kind}."))
+    stack.callback(shutil.rmtree, datadir, ignore_errors=True)  # after the stop below
     script = str(ROOT / "scripts" / ("pg-test-server" if kind == "pg" else "mysql-test-server"))
     url = subprocess.run([script, "start", str(datadir)], check=True, capture_output=True,
                          text=True).stdout.strip()
