@@ -98,6 +98,10 @@ def run_world(backend: str, shape: str, hosts: int, args, pg_url: str | None,
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["mix"]:
+        from benchmarks.side_by_side import mix_run
+        return mix_run.main(argv[1:])
     parser = argparse.ArgumentParser(prog="scripts/benchmark")
     parser.add_argument("--backends", nargs="+", default=["sqlite", "postgresql"],
                         choices=["sqlite", "postgresql"])
@@ -124,8 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.hosts, args.repeat, args.budget, args.fill = [20], 3, 5.0, 0.2
         args.churn_seconds, args.claim_seconds = 1.0, 1.0
-    out = report.Report(" ".join(["scripts/benchmark", *(argv if argv is not None
-                                                         else sys.argv[1:])]))
+    out = report.Report(" ".join(["scripts/benchmark", *argv]))
     with ExitStack() as stack:
         pg_url = None
         if "postgresql" in args.backends:

@@ -1,0 +1,174 @@
+"""The scheduling mix: schedulers placing instances the way nova does.
+
+Each scheduler thread, for every instance: picks a flavor, asks for
+candidates (``GET /allocation_candidates`` with nova's
+``root_required=!COMPUTE_STATUS_DISABLED&limit=1000``), picks one of the
+first 10 candidates (as nova's weighers leave a few best hosts to choose
+from), claims it with ``PUT /allocations/{new consumer}`` at microversion
+1.36, and on a 409 asks again and retries; 30% of the time it then deletes
+a random earlier instance.  The :class:`Ledger` keeps the books the
+verification compares the service's with.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import statistics
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from benchmarks.side_by_side.flavors import Flavor
+
+PROJECT = "bench-mix"
+USER = "bench-mix"
+CLAIM_VERSION = "1.36"
+ATTEMPTS = 5  # candidates asked for per instance before giving it up
+FIRST = 10  # the candidates a scheduler chooses among
+DELETE_SHARE = 0.3
+
+
+def percentiles(samples: list[float]) -> tuple[float, float, float] | None:
+    """(p50, p95, p99) of ``samples``; None without any."""
+    if not samples:
+        return None
+    if len(samples) == 1:
+        return samples[0], samples[0], samples[0]
+    cuts = statistics.quantiles(samples, n=100, method="inclusive")
+    return statistics.median(samples), cuts[94], cuts[98]
+
+
+@dataclass
+class Ledger:
+    """Everything one service was asked and told over the rounds."""
+
+    granted: dict[str, dict] = field(default_factory=dict)  # consumer -> allocations
+    deleted: set[str] = field(default_factory=set)
+    live: list[str] = field(default_factory=list)  # granted, not yet picked for deletion
+    gets: list[float] = field(default_factory=list)
+    puts: list[float] = field(default_factory=list)
+    deletes: list[float] = field(default_factory=list)
+    conflicts: int = 0
+    no_room: int = 0  # an instance for which no candidate was left
+    gave_up: int = 0  # an instance still refused after ATTEMPTS tries
+    errors: list[str] = field(default_factory=list)
+    seconds: float = 0.0  # wall time of the rounds
+    api_cpu: float = 0.0
+    db_cpu: float | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def scheduled(self) -> int:
+        return len(self.granted)
+
+    @property
+    def rate(self) -> float:
+        return self.scheduled / self.seconds if self.seconds else 0.0
+
+    @property
+    def conflict_rate(self) -> float:
+        return self.conflicts / len(self.puts) if self.puts else 0.0
+
+    def grant(self, consumer: str, allocations: dict) -> None:
+        with self.lock:
+            self.granted[consumer] = allocations
+            self.live.append(consumer)
+
+    def pick_to_delete(self, rng: random.Random) -> str | None:
+        with self.lock:
+            if not self.live:
+                return None
+            i = rng.randrange(len(self.live))
+            self.live[i], self.live[-1] = self.live[-1], self.live[i]
+            return self.live.pop()
+
+    def note(self, what: str, error: str | None = None, **counts: int) -> None:
+        with self.lock:
+            for name, n in counts.items():
+                setattr(self, name, getattr(self, name) + n)
+            if error is not None and len(self.errors) < 20:
+                self.errors.append(what + ": " + error)
+
+
+def _claim_body(allocations: dict) -> dict:
+    return {"allocations": allocations, "project_id": PROJECT, "user_id": USER,
+            "consumer_generation": None}
+
+
+def schedule_one(client, claimer, flavor: Flavor, ledger: Ledger,
+                 rng: random.Random) -> None:
+    """Place one instance of ``flavor``; the outcome goes to ``ledger``."""
+    consumer = str(uuid.uuid4())
+    for _ in range(ATTEMPTS):
+        status, body, took = client.request("GET", flavor.path)
+        ledger.gets.append(took)
+        if status != 200:
+            ledger.note(f"GET {flavor.name} {status}", body[:200].decode(errors="replace"))
+            return
+        candidates = json.loads(body)["allocation_requests"][:FIRST]
+        if not candidates:
+            ledger.note("no room", no_room=1)
+            return
+        allocations = rng.choice(candidates)["allocations"]
+        status, body, took = claimer.request("PUT", f"/allocations/{consumer}",
+                                             _claim_body(allocations))
+        ledger.puts.append(took)
+        if status == 204:
+            ledger.grant(consumer, allocations)
+            return
+        if status != 409:
+            ledger.note(f"PUT {status}", body[:200].decode(errors="replace"))
+            return
+        ledger.note("409", conflicts=1)
+    ledger.note("gave up", gave_up=1)
+
+
+def delete_one(claimer, ledger: Ledger, rng: random.Random) -> None:
+    consumer = ledger.pick_to_delete(rng)
+    if consumer is None:
+        return
+    status, body, took = claimer.request("DELETE", f"/allocations/{consumer}")
+    ledger.deletes.append(took)
+    if status == 204:
+        with ledger.lock:
+            ledger.deleted.add(consumer)
+    else:
+        # Not deleted: the service still holds it, and so do the books.
+        with ledger.lock:
+            ledger.live.append(consumer)
+        ledger.note(f"DELETE {status}", body[:200].decode(errors="replace"))
+
+
+def run(make_client, flavors: tuple[Flavor, ...], count: int, ledger: Ledger,
+        threads: int = 8, seed: int = 0) -> float:
+    """``count`` schedulings by ``threads`` schedulers; wall seconds.
+
+    ``make_client(version)`` gives a client speaking that microversion (one
+    per thread, for candidates at the newest and claims at 1.36).
+    """
+    remaining = [count]
+    take = threading.Lock()
+
+    def scheduler(i: int) -> None:
+        rng = random.Random(seed * 1000 + i)
+        client, claimer = make_client(None), make_client(CLAIM_VERSION)
+        while True:
+            with take:
+                if remaining[0] <= 0:
+                    return
+                remaining[0] -= 1
+            schedule_one(client, claimer, rng.choice(flavors), ledger, rng)
+            if rng.random() < DELETE_SHARE:
+                delete_one(claimer, ledger, rng)
+
+    start = time.perf_counter()
+    pool = [threading.Thread(target=scheduler, args=(i,)) for i in range(threads)]
+    for thread in pool:
+        thread.start()
+    for thread in pool:
+        thread.join()
+    elapsed = time.perf_counter() - start
+    ledger.seconds += elapsed
+    return elapsed

@@ -1,0 +1,110 @@
+"""The scheduling mix's Markdown report."""
+
+from __future__ import annotations
+
+import platform
+from dataclasses import dataclass, field
+
+from benchmarks.side_by_side.mix import Ledger, percentiles
+from benchmarks.side_by_side.verify import Verdict
+
+
+def _ms(value: float | None) -> str:
+    if value is None:
+        return "—"
+    ms = value * 1000
+    return f"{ms:.1f}" if ms < 100 else f"{ms:.0f}"
+
+
+def _spread(samples: list[float]) -> str:
+    cuts = percentiles(samples)
+    return "—" if cuts is None else " / ".join(_ms(c) for c in cuts)
+
+
+def _per_instance(seconds: float | None, ledger: Ledger) -> str:
+    if seconds is None or not ledger.scheduled:
+        return "—"
+    return _ms(seconds / ledger.scheduled)
+
+
+@dataclass
+class Start:
+    listening: float  # seconds from starting the server to its first answer to GET /
+    first: float  # seconds of the first candidates answer after that
+    rss_mb: list[float] = field(default_factory=list)  # per worker, after the rounds
+    cold_seconds: float | None = None  # a one-worker server's start to its first answer
+    cold_rss_mb: float | None = None  # that worker's memory right after it
+
+
+@dataclass
+class MixSection:
+    title: str
+    fill: dict[str, float] = field(default_factory=dict)  # config -> seconds (SQL fill)
+    adopt: dict[str, float] = field(default_factory=dict)  # config -> db sync seconds
+    ledgers: dict[str, Ledger] = field(default_factory=dict)
+    verdicts: dict[str, Verdict] = field(default_factory=dict)
+    starts: dict[str, Start] = field(default_factory=dict)
+
+    def render(self) -> list[str]:
+        lines = [f"### {self.title}", "",
+                 "| service | scheduled/s | GET p50 / p95 / p99 ms | PUT p50 / p95 / p99 ms"
+                 " | DELETE p50 / p95 / p99 ms | 409 on PUT | API CPU ms per instance"
+                 " | DB CPU ms per instance | scheduled / deleted / no room / gave up"
+                 " / errors | books |",
+                 "|---|---|---|---|---|---|---|---|---|---|"]
+        for name, led in self.ledgers.items():
+            verdict = self.verdicts.get(name)
+            lines.append(
+                f"| {name} | {led.rate:.1f} | {_spread(led.gets)} | {_spread(led.puts)} | "
+                f"{_spread(led.deletes)} | {100 * led.conflict_rate:.1f}% "
+                f"({led.conflicts}/{len(led.puts)}) | {_per_instance(led.api_cpu, led)} | "
+                f"{_per_instance(led.db_cpu, led)} | {led.scheduled} / {len(led.deleted)} / "
+                f"{led.no_room} / {led.gave_up} / {len(led.errors)} | "
+                f"{verdict.summary() if verdict else '—'} |")
+        lines.append("")
+        up, al = self.ledgers.get("upstream"), self.ledgers.get("allotment")
+        if up and al and up.scheduled and al.scheduled and al.api_cpu:
+            lines.append(
+                f"- allotment against upstream: {al.rate / up.rate:.1f}x the scheduled/s, "
+                f"{(up.api_cpu / up.scheduled) / (al.api_cpu / al.scheduled):.1f}x less API "
+                "CPU per instance")
+        for name, seconds in self.fill.items():
+            adopt = (f", then `allotment-manage db sync` {self.adopt[name]:.1f} s"
+                     if name in self.adopt else "")
+            lines.append(f"- {name}: SQL fill {seconds:.1f} s{adopt}")
+        for name, start in self.starts.items():
+            rss = ", ".join(f"{s:.0f} MB" for s in start.rss_mb) or "—"
+            lines.append(f"- {name}: listening {start.listening:.1f} s after start, first "
+                         f"candidates answer then {_ms(start.first)} ms; worker RSS after "
+                         f"the rounds {rss}")
+            if start.cold_seconds is not None:
+                lines.append(f"- {name}, one more worker started cold: first candidates "
+                             f"answer {start.cold_seconds:.1f} s after its process started,"
+                             f" then {start.cold_rss_mb:.0f} MB resident")
+        for name, led in self.ledgers.items():
+            for error in led.errors[:3]:
+                lines.append(f"- {name} error: {error}")
+        lines.append("")
+        return lines
+
+
+@dataclass
+class MixReport:
+    command: str
+    sections: list[MixSection] = field(default_factory=list)
+
+    def section(self, title: str) -> MixSection:
+        self.sections.append(MixSection(title))
+        return self.sections[-1]
+
+    @property
+    def ok(self) -> bool:
+        return all(v.ok for s in self.sections for v in s.verdicts.values())
+
+    def render(self) -> str:
+        lines = ["## Scheduling mix, side by side with upstream Placement 16.0.0", "",
+                 f"Command: `{self.command}`  ",
+                 f"Machine: {platform.machine()}, Python {platform.python_version()}", ""]
+        for section in self.sections:
+            lines += section.render()
+        return "\n".join(lines)
