@@ -79,8 +79,10 @@ def _data(backend: str, item: tuple[str, ...], member_root: str) -> str:
 
 def _bodies(backend: str, table: str, event: str) -> list[str]:
     """The statements one trigger runs."""
+    guard = ([_capacity_guard(backend)]
+             if (table, event) == ("allocations", "INSERT") and backend != "sqlite" else [])
     if backend == "mysql":
-        return [_mysql_statement(item) for item in _items(table, event)]
+        return [_mysql_statement(item) for item in _items(table, event)] + guard
     out = []
     for item in _items(table, event):
         tail = ""
@@ -89,7 +91,41 @@ def _bodies(backend: str, table: str, event: str) -> list[str]:
                     " AND rp.root_provider_id IS NOT NULL")
         out.append("INSERT INTO placement_changes (created_at, data) SELECT "
                    f"{_NOW[backend]}, {_data(backend, item, 'rp.root_provider_id')}{tail}")
-    return out
+    return out + guard
+
+
+# Capacity, checked again for another program's allocation, under the
+# provider's row lock that allotment's claims take first too: two writers
+# that each checked usage before the other committed cannot both commit
+# past capacity.  (Upstream Placement 16.0.0 lets that happen between its
+# own processes too.)  An allocation that does not fit aborts the writer's
+# transaction as a deadlock would, so that upstream's allocation writes,
+# which run again after a deadlock, do so: they then see the usage that is
+# there and answer as they would have.  SQLite writers are serial: there
+# every writer's own check already saw everything.
+_USED = ("SELECT COALESCE(SUM(a.used), 0) FROM allocations a WHERE "
+         "a.resource_provider_id = NEW.resource_provider_id "
+         "AND a.resource_class_id = NEW.resource_class_id")
+_CAPACITY = ("SELECT (i.total - i.reserved) * i.allocation_ratio FROM inventories i "
+             "WHERE i.resource_provider_id = NEW.resource_provider_id "
+             "AND i.resource_class_id = NEW.resource_class_id")
+_DEADLOCK_WORDS = "allocation over capacity by a concurrent write; try restarting transaction"
+
+
+def _capacity_guard(backend: str) -> str:
+    if backend == "postgresql":
+        return ("PERFORM 1 FROM resource_providers WHERE id = NEW.resource_provider_id "
+                f"FOR UPDATE; IF ({_USED}) > ({_CAPACITY}) THEN RAISE EXCEPTION "
+                f"'deadlock detected: {_DEADLOCK_WORDS}' USING ERRCODE = '40P01'; END IF")
+    if backend == "mysql":
+        # Locking reads: the writer's own snapshot (REPEATABLE READ) would
+        # not show what committed since it began.
+        return ("SET v_root = (SELECT id FROM resource_providers "
+                "WHERE id = NEW.resource_provider_id FOR UPDATE); "
+                f"IF ({_USED} LOCK IN SHARE MODE) > ({_CAPACITY} LOCK IN SHARE MODE) THEN "
+                "SIGNAL SQLSTATE '40001' SET MYSQL_ERRNO = 1213, MESSAGE_TEXT = "
+                f"'Deadlock found when trying to get lock ({_DEADLOCK_WORDS})'; END IF")
+    raise ValueError(backend)
 
 
 # On MySQL a feed row's id is the last row's plus one, read under the last
@@ -114,7 +150,8 @@ def _mysql_append(data: str) -> str:
             f"VALUES (v_tail + 1, {_NOW['mysql']}, {data}); SET v_done = 1; END IF; "
             "UNTIL v_done = 1 OR v_tries >= 1000 END REPEAT; "
             "IF v_done = 0 THEN SIGNAL SQLSTATE '40001' SET MYSQL_ERRNO = 1213, "
-            "MESSAGE_TEXT = 'change feed busy: deadlock found, try restarting transaction'; "
+            "MESSAGE_TEXT = 'Deadlock found when trying to get lock (allotment change feed "
+            "busy); try restarting transaction'; "
             "END IF")
 
 

@@ -487,3 +487,33 @@ def test_concurrent_writes_of_both_kinds_all_reach_the_world(upstream_url):
         with fresh.current() as rebuilt:
             assert world_view(world) == world_view(rebuilt)
     db.dispose()
+
+
+def test_another_program_cannot_allocate_past_capacity(upstream_url):
+    """Its claim that checked usage before a concurrent one committed is
+    aborted as a deadlock (which upstream runs again), not stored."""
+    ids = fill(upstream_url)  # DISK_GB on the root: 1000, of which 100 used
+    db = open_db(upstream_url)
+    migration.upgrade(db.engine)
+    engine = plain_engine(upstream_url)
+    with engine.connect() as conn:
+        root = conn.execute(sa.select(tables.resource_providers.c.id).where(
+            tables.resource_providers.c.uuid == ids["root"])).scalar()
+
+    def claim(used: int) -> None:
+        with engine.begin() as conn:
+            conn.execute(sa.insert(tables.allocations).values(
+                resource_provider_id=root, consumer_id=str(uuid.uuid4()),
+                resource_class_id=2, used=used, created_at=db_mod.utcnow()))
+
+    if db.backend != "sqlite":  # writers are serial there: each check saw all
+        with pytest.raises(sa.exc.OperationalError, match="(?i)deadlock"):
+            claim(901)
+    claim(900)
+    with engine.connect() as conn:
+        used = conn.execute(sa.select(sa.func.sum(tables.allocations.c.used)).where(
+            tables.allocations.c.resource_provider_id == root,
+            tables.allocations.c.resource_class_id == 2)).scalar()
+    assert used == 1000
+    engine.dispose()
+    db.dispose()
