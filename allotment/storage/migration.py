@@ -188,11 +188,52 @@ def hand_back(engine: Engine) -> None:
         raise SchemaError(
             "Only a database at allotment's current schema can be handed back: run "
             "'allotment-manage db sync' first. Nothing was changed.")
+    if engine.dialect.name == "mysql" and found.own is not None:
+        merged = _merged_by_old_collations(engine)
+        if merged:
+            raise SchemaError(
+                "These names differ only in ways the tables' collations before "
+                "adoption do not tell apart (letter case, accents, trailing spaces), "
+                "so upstream's unique keys would refuse them: " + "; ".join(merged)
+                + ". Rename or remove one of each, then run this again. Nothing was "
+                "changed.")
     if found.own is not None:
         command.downgrade(alembic_config(engine), "base")
     with engine.begin() as conn:
         if sa.inspect(conn).has_table(OWN_VERSIONS):
             conn.exec_driver_sql(f"DROP TABLE {OWN_VERSIONS}")
+
+
+# Columns under a unique key whose values are text.
+_UNIQUE_TEXT = (("resource_providers", "name"), ("resource_providers", "uuid"),
+                ("resource_classes", "name"), ("traits", "name"),
+                ("consumer_types", "name"), ("projects", "external_id"),
+                ("users", "external_id"), ("consumers", "uuid"),
+                ("placement_aggregates", "uuid"))
+
+
+def _merged_by_old_collations(engine: Engine) -> list[str]:
+    """Values that are two under allotment's binary collation and would be
+    one under the collation each table had before adoption (MySQL)."""
+    found = []
+    with engine.connect() as conn:
+        if not sa.inspect(conn).has_table("allotment_adoption"):
+            return []
+        old = dict(conn.execute(sa.text(
+            "SELECT a.table_name, CONCAT(c.character_set_name, ' ', a.original_collation) "
+            "FROM allotment_adoption a JOIN information_schema.collations c "
+            "ON c.collation_name = a.original_collation")).all())
+        for table, column in _UNIQUE_TEXT:
+            if table not in old:
+                continue
+            charset, collation = old[table].split()
+            key = f"CONVERT(`{column}` USING {charset}) COLLATE {collation}"
+            for (values,) in conn.execute(sa.text(
+                    f"SELECT GROUP_CONCAT(`{column}` ORDER BY `{column}` SEPARATOR ' / ') "
+                    f"FROM `{table}` WHERE `{column}` IS NOT NULL GROUP BY {key} "
+                    "HAVING COUNT(*) > 1")):
+                found.append(f"{table}.{column} '{values}'")
+    return found
 
 
 def describe(engine: Engine) -> str:

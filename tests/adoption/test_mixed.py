@@ -193,14 +193,7 @@ def _over_capacity(api: Api, providers: list[str]) -> list[str]:
     return out
 
 
-# MariaDB: allotment's reads fail (500, "'<' not supported between
-# instances of 'str' and 'int'" in storage/snapshot.py's _batches, from
-# world/sync.py's catch-up) after upstream writes a provider, an inventory
-# or a delete.
-_MYSQL_READS_FAIL = pytest.mark.xfail(strict=True, reason="allotment answers 500 on MariaDB "
-                                      "after upstream's writes (catch-up sorts str and int ids)")
-BACKENDS = [pytest.param(b, marks=_MYSQL_READS_FAIL) if b == "mysql" else b
-            for b in sorted(SERVER_URLS)]
+BACKENDS = sorted(SERVER_URLS)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -99,9 +99,6 @@ def test_a_damaged_upstream_schema_is_refused(backend, damage, fresh_database, t
 
 
 @pytest.mark.skipif("mysql" not in SERVER_URLS, reason="needs a MySQL/MariaDB server")
-@pytest.mark.xfail(strict=True, reason="the hand-back stops on MariaDB's own 'Duplicate entry "
-                   "'NULL' for key uniq_resource_providers0name' without naming the names "
-                   "(docs/adopting.md says it names them)")
 def test_hand_back_names_what_upstream_collation_would_merge(fresh_database, tmp_path):
     """Names that differ only in letter case are two names under allotment's
     binary collation and one under upstream's: the hand-back says which,

@@ -507,7 +507,7 @@ def test_another_program_cannot_allocate_past_capacity(upstream_url):
                 resource_class_id=2, used=used, created_at=db_mod.utcnow()))
 
     if db.backend != "sqlite":  # writers are serial there: each check saw all
-        with pytest.raises(sa.exc.OperationalError, match="(?i)deadlock"):
+        with pytest.raises(sa.exc.OperationalError, match=r"(?i)deadlock"):
             claim(901)
     claim(900)
     with engine.connect() as conn:
