@@ -70,8 +70,7 @@ def _render(req: falcon.Request, resp: falcon.Response,
             exc: errors.PlacementError) -> None:
     version = getattr(req.context, "microversion", None)
     resp.status = falcon.code_to_http_status(exc.status)
-    resp.content_type = "application/json"
-    resp.data = rendering.dumps(rendering.error_body(exc, req.env, version))
+    resp.content_type, resp.data = rendering.error_answer(exc, req.env, version)
     for name, value in exc.headers.items():
         resp.set_header(name, value)
 
