@@ -144,8 +144,6 @@ class AllocationCandidates(Resource):
             parsed = candidates_extensions.parse_extended_query(query.pairs(req), want)
             wanted, request = parsed.request, parsed.request.base
             explain_limit = parsed.explain_limit
-            # Tells the client its opt-in was understood.
-            resp.set_header(candidates_extensions.HEADER, candidates_extensions.LEVEL)
         else:
             wanted = request = _parse(query.frozen_pairs(req), want)
         placement = self.conf.placement

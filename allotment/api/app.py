@@ -55,7 +55,7 @@ def create_app(conf: cfg.ConfigOpts, *, db: Database | None = None):
     wsgi = web_session.CookieToken(wsgi)
     if conf.cors.allowed_origin:
         wsgi = cors_mw.CORS(wsgi, conf)
-    wsgi = middleware.RequestId(wsgi)
+    wsgi = middleware.RequestId(middleware.ExtensionsEcho(wsgi))
     if conf.oslo_middleware.enable_proxy_headers_parsing:
         # Only then does it do anything; it costs a WebOb round trip.
         wsgi = http_proxy_to_wsgi.HTTPProxyToWSGI(wsgi, conf)
