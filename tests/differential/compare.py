@@ -113,10 +113,12 @@ def wrong_amounts(cands: Iterable[Candidate], requested: dict[str, int]) -> bool
 def compare(up: Exchange, al: Exchange, *, up_all: Exchange | None = None,
             al_all: Exchange | None = None, unsuffixed: dict[str, int] | None = None,
             sharing: set[str] = frozenset(), limit: int | None = None,
-            requested: dict[str, int] | None = None) -> str | None:
+            requested: dict[str, int] | None = None,
+            tree_roots: dict[str, str] | None = None) -> str | None:
     """A description of the difference between two answers, or None.
 
-    ``up_all``/``al_all`` are the answers to the request without ``limit``.
+    ``up_all``/``al_all`` are the answers to the request without ``limit``;
+    ``tree_roots`` names each provider's root (summaries before 1.29 do not).
     """
     if up.status != al.status:
         return f"status {up.status} (upstream) != {al.status} (allotment)"
@@ -150,6 +152,37 @@ def compare(up: Exchange, al: Exchange, *, up_all: Exchange | None = None,
     up_hosts, al_hosts = hosts(up.answer, roots), hosts(al.answer, roots)
     if len(al_hosts) < len(up_hosts):
         return f"limited answers reach {len(up_hosts)} (upstream) > {len(al_hosts)} hosts"
+    tree_of = {**roots, **(tree_roots or {})}
+    for name, part, whole in (("upstream", up.answer, up_all.answer),
+                              ("allotment", al.answer, al_all.answer)):
+        problem = limited_summaries(part, whole, tree_of)
+        if problem:
+            return f"{name}'s limited answer: {problem}"
+    return None
+
+
+def limited_summaries(part: dict, whole: dict, tree_of: dict[str, str]) -> str | None:
+    """Whether a limited answer's summaries are upstream's, tree by tree.
+
+    The two services' limited answers may keep different candidates, so each
+    is checked against its own unlimited answer: at every microversion the
+    summaries kept are exactly those of the unlimited answer whose provider
+    is in the tree of a provider some kept candidate uses.
+    """
+    kept_trees = {tree_of.get(rp, rp) for flat, _ in candidates(part) for rp, _, _ in flat}
+    got, every = summaries(part), summaries(whole)
+    by_tree: dict[str, tuple[dict, dict]] = {}
+    for rp, s in every.items():
+        tree = tree_of.get(rp, rp)
+        if tree in kept_trees:
+            by_tree.setdefault(tree, ({}, {}))[0][rp] = s
+    for rp, s in got.items():
+        by_tree.setdefault(tree_of.get(rp, rp), ({}, {}))[1][rp] = s
+    for tree in sorted(by_tree):
+        want, have = by_tree[tree]
+        if want != have:
+            return (f"summaries of tree {tree}: {sorted(have)} where the unlimited answer "
+                    f"gives {sorted(want)}")
     return None
 
 

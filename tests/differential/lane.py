@@ -91,7 +91,8 @@ def run_scenario(scenario: list, upstream_url: str,
                              "al_all": al.apply(O.Query(op.version, unlimited))}
                 problem = compare(ex_up, ex_al, unsuffixed=_unsuffixed(op.params),
                                   sharing=up.sharing, limit=limit,
-                                  requested=_requested(op.params), **extra)
+                                  requested=_requested(op.params), tree_roots=up.roots(),
+                                  **extra)
             else:
                 problem = compare(ex_up, ex_al)
             compared += len(up.log) - start

@@ -78,6 +78,16 @@ class Replay:
         self.log.append(ex)
         return ex
 
+    def roots(self) -> dict[str, str]:
+        """Each provider made so far and the root of its tree."""
+        out = {}
+        for rp in self.parents:
+            top = rp
+            while self.parents.get(top):
+                top = self.parents[top]
+            out[rp] = top
+        return out
+
     def uuid(self, kind: str, n: int) -> str:
         return str(uuid.uuid5(_NS, f"{self.run}-{kind}-{n}"))
 

@@ -67,3 +67,24 @@ def test_limited_answers_are_parts_of_the_whole_reaching_as_many_hosts():
     stranger = answer(LOCAL, ar({"elsewhere": {"DISK_GB": 1}}, {"": ["elsewhere"]}))
     assert "not part" in compare(get(two_hosts), get(stranger), **limited)
     assert "candidates" in compare(get(two_hosts), get(answer(LOCAL)), **limited)
+
+
+def _pre_129(*cands: dict, listed: tuple[str, ...]) -> dict:
+    # Before 1.29 summaries carry no root; the lane knows the trees.
+    return {"allocation_requests": list(cands),
+            "provider_summaries": {rp: {"resources": {}} for rp in listed}}
+
+
+def test_limited_summaries_are_checked_tree_by_tree():
+    n0, n1 = ar({"n0": {"VCPU": 1}}, {}), ar({"n1": {"VCPU": 1}}, {})
+    whole = _pre_129(n0, n1, listed=("n0", "n1"))
+    trees = {"n0": CN, "n1": CN}
+    sibling_kept = _pre_129(n0, listed=("n0", "n1"))
+    sibling_dropped = _pre_129(n0, listed=("n0",))
+    path = "/allocation_candidates?resources=VCPU:1&limit=1"
+    ok = compare(get(sibling_kept, path), get(sibling_kept, path), up_all=get(whole),
+                 al_all=get(whole), limit=1, tree_roots=trees)
+    assert ok is None
+    problem = compare(get(sibling_kept, path), get(sibling_dropped, path), up_all=get(whole),
+                      al_all=get(whole), limit=1, tree_roots=trees)
+    assert problem and problem.startswith("allotment's limited answer: summaries of tree cn")
