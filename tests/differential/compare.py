@@ -10,6 +10,7 @@ docs/compatibility.md) the difference is recognised and named.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable
 
@@ -59,9 +60,45 @@ def hosts(answer: dict, roots: dict[str, str]) -> set[str]:
 
 
 def error_codes(answer: object) -> list:
+    """Each error's code and title."""
     if isinstance(answer, dict) and "errors" in answer:
-        return sorted(e.get("code", "") for e in answer["errors"])
+        return sorted((e.get("code", ""), e.get("title", "")) for e in answer["errors"])
     return []
+
+
+_HTTP_DATE = re.compile(r"\A(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d\d "
+                        r"(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} "
+                        r"\d\d:\d\d:\d\d GMT\Z")
+
+
+def header_difference(up: Exchange, al: Exchange) -> str | None:
+    """The first header in which the answers differ, or None.
+
+    The status line, Location (each service's own address taken out),
+    Content-Type, Cache-Control, OpenStack-API-Version and Allow must be the
+    same; Last-Modified must be there in both or neither, as an HTTP date
+    (its value is the time of a write, which differs).  Vary must be the
+    same on successes; on errors allotment names the microversion header
+    where upstream sometimes does not (docs/compatibility.md), and nothing
+    else.
+    """
+    if (up.status, up.reason) != (al.status, al.reason):
+        return f"status line {up.status} {up.reason!r} != {al.status} {al.reason!r}"
+    for name in ("location", "content-type", "cache-control", "openstack-api-version",
+                 "allow"):
+        if up.headers.get(name) != al.headers.get(name):
+            return f"{name}: {up.headers.get(name)!r} != {al.headers.get(name)!r}"
+    stamps = [ex.headers.get("last-modified") for ex in (up, al)]
+    if (stamps[0] is None) != (stamps[1] is None):
+        return f"last-modified: {stamps[0]!r} != {stamps[1]!r}"
+    for stamp in stamps:
+        if stamp is not None and not _HTTP_DATE.match(stamp):
+            return f"last-modified {stamp!r} is not an HTTP date"
+    vary = up.headers.get("vary"), al.headers.get("vary")
+    if vary[0] != vary[1] and not (
+            up.status >= 400 and vary[0] is None and vary[1] == "openstack-api-version"):
+        return f"vary: {vary[0]!r} != {vary[1]!r}"
+    return None
 
 
 def roots_of(answer: dict) -> dict[str, str]:
@@ -122,9 +159,13 @@ def compare(up: Exchange, al: Exchange, *, up_all: Exchange | None = None,
     """
     if up.status != al.status:
         return f"status {up.status} (upstream) != {al.status} (allotment)"
+    problem = header_difference(up, al)
+    if problem:
+        return "headers differ: " + problem
     if up.status >= 400:
         if error_codes(up.answer) != error_codes(al.answer):
-            return f"error codes {error_codes(up.answer)} != {error_codes(al.answer)}"
+            return (f"error codes and titles {error_codes(up.answer)} != "
+                    f"{error_codes(al.answer)}")
         return None
     if up.method != "GET":
         return None
