@@ -102,3 +102,28 @@ def app(conf, db):
 def api(app) -> Client:
     """Client at the latest microversion, authenticated as admin."""
     return Client(app)
+
+
+# The upstream gabbi lane's counts per backend (tests/gabbi), summed from
+# each file's report so that they add up across test workers too.
+_GABBI: dict[str, list[int]] = {}
+
+
+def pytest_runtest_logreport(report) -> None:
+    if report.when != "call":
+        return
+    for key, value in report.user_properties:
+        if key == "gabbi":
+            backend, *counts = value
+            totals = _GABBI.setdefault(backend, [0, 0, 0, 0])
+            totals[0] += 1
+            for k, n in enumerate(counts, 1):
+                totals[k] += n
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    for backend, (files, passed, failed, skipped) in sorted(_GABBI.items()):
+        terminalreporter.write_line(
+            f"upstream gabbi suite on {backend}: {files} files, {passed} passed, "
+            f"{failed} failed, {skipped} skipped (cannot run over HTTP), "
+            f"of {passed + failed + skipped} tests")

@@ -148,8 +148,6 @@ class AllocationCandidates(Resource):
             wanted, request = parsed.request, parsed.request.base
             explain_limit = parsed.explain_limit
             headroom = parsed.headroom
-            # Tells the client its opt-in was understood.
-            resp.set_header(candidates_extensions.HEADER, candidates_extensions.LEVEL)
         else:
             wanted = request = _parse(query.frozen_pairs(req), want)
         placement = self.conf.placement

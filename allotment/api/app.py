@@ -56,7 +56,7 @@ def create_app(conf: cfg.ConfigOpts, *, db: Database | None = None):
     wsgi = web_session.CookieToken(wsgi)
     if conf.cors.allowed_origin:
         wsgi = cors_mw.CORS(wsgi, conf)
-    wsgi = middleware.RequestId(wsgi)
+    wsgi = middleware.RequestId(middleware.ExtensionsEcho(wsgi))
     if conf.oslo_middleware.enable_proxy_headers_parsing:
         # Only then does it do anything; it costs a WebOb round trip.
         wsgi = http_proxy_to_wsgi.HTTPProxyToWSGI(wsgi, conf)
@@ -80,8 +80,7 @@ def _render(req: falcon.Request, resp: falcon.Response,
         return
     version = getattr(req.context, "microversion", None)
     resp.status = falcon.code_to_http_status(exc.status)
-    resp.content_type = "application/json"
-    resp.data = rendering.dumps(rendering.error_body(exc, req.env, version))
+    resp.content_type, resp.data = rendering.error_answer(exc, req.env, version)
     for name, value in exc.headers.items():
         resp.set_header(name, value)
 

@@ -8,7 +8,7 @@ import falcon
 
 from allotment import errors
 from allotment.api import body, rendering
-from allotment.api.resource import Resource, authorize, require_version
+from allotment.api.resource import Resource, authorize, require_version, set_location
 from allotment.api.resource_providers import at_least, provider_url
 from allotment.service import inventories as service
 from allotment.service import resource_providers as providers
@@ -130,7 +130,7 @@ class Inventories(Resource):
         rendering.send_json(req, resp, {
             **_record(record), "resource_provider_generation": provider.generation,
         }, status=201)
-        resp.location = _url(req, uuid, resource_class)
+        set_location(req, resp, _url(req, uuid, resource_class))
 
     def on_delete(self, req: falcon.Request, resp: falcon.Response, uuid: str) -> None:
         require_version(req, "1.5", status=405)

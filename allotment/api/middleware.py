@@ -13,7 +13,7 @@ from oslo_context import context as oslo_context
 from oslo_middleware import request_id as oslo_request_id
 
 from allotment import errors
-from allotment.api import microversion
+from allotment.api import candidates_extensions, microversion
 
 
 class Microversion:
@@ -149,6 +149,30 @@ class WsgiPath:
         if not path.isascii() and any(ord(ch) > 0xFF for ch in path):
             environ["PATH_INFO"] = path.encode("utf-8", "surrogateescape").decode("latin-1")
         return self.application(environ, start_response)
+
+
+class ExtensionsEcho:
+    """Answer every request that carries ``Allotment-Extensions`` with the
+    level this service offers, whatever the URL and whatever the status (a
+    400 included): a client can tell allotment's refusal of a misused
+    extension from upstream's refusal of a parameter it does not know, and
+    learn which level is offered when it asked for another."""
+
+    _HEADER = candidates_extensions.HEADER.lower()
+
+    def __init__(self, application) -> None:
+        self.application = application
+
+    def __call__(self, environ, start_response):
+        if "HTTP_ALLOTMENT_EXTENSIONS" not in environ:
+            return self.application(environ, start_response)
+
+        def start(status, headers, exc_info=None):
+            headers = [(n, v) for n, v in headers if n.lower() != self._HEADER]
+            headers.append((candidates_extensions.HEADER, candidates_extensions.LEVEL))
+            return start_response(status, headers, exc_info)
+
+        return self.application(environ, start)
 
 
 class RequestId:

@@ -11,7 +11,7 @@ from typing import Any
 import falcon
 import orjson
 
-from allotment import errors
+from allotment import error_pages, errors
 from allotment.api import microversion
 
 # Error bodies carry a "code" from this microversion on.
@@ -153,3 +153,20 @@ def error_body(
         error["max_version"] = microversion.max_version_string()
         error["min_version"] = microversion.min_version_string()
     return {"errors": [error]}
+
+
+def error_answer(
+    exc: errors.PlacementError,
+    environ: dict,
+    version: tuple[int, int] | None,
+) -> tuple[str, bytes]:
+    """Content type and body of the answer to ``exc``, in the form the
+    request's ``Accept`` header asks for (see ``error_pages``)."""
+    form = error_pages.negotiate(environ)
+    if form == error_pages.JSON:
+        return "application/json", dumps(error_body(exc, environ, version))
+    if form == error_pages.HTML:
+        text = error_pages.html_page(exc, environ)
+    else:
+        text = error_pages.plain_page(exc, _formatted_detail(exc, environ))
+    return f"{form}; charset=UTF-8", text.encode("utf-8")

@@ -53,5 +53,21 @@ def require_version(req: falcon.Request, minimum: str, status: int = 404) -> Non
         raise errors.NotFound("")
 
 
+def set_location(req: falcon.Request, resp: falcon.Response, path: str) -> None:
+    """Point ``Location`` at ``path`` (which starts with the SCRIPT_NAME).
+
+    Upstream's answers carry an absolute URL there (scheme, host and port of
+    the request), never a bare path, whatever the URL it names.
+    """
+    env = req.env
+    scheme = env.get("wsgi.url_scheme", "http")
+    host = env.get("HTTP_HOST") or f"{env.get('SERVER_NAME', '')}:{env.get('SERVER_PORT', '')}"
+    # The scheme's default port is left out, whether the client named it or not.
+    default = {"http": ":80", "https": ":443"}.get(scheme)
+    if default and host.endswith(default):
+        host = host[: -len(default)]
+    resp.location = f"{scheme}://{host}{path}"
+
+
 def authorize(req: falcon.Request, action: str, target: dict | None = None) -> None:
     req.context.ctx.can(action, target)

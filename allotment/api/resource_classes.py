@@ -5,7 +5,7 @@ from __future__ import annotations
 import falcon
 
 from allotment.api import body, rendering
-from allotment.api.resource import Resource, authorize, require_version, version
+from allotment.api.resource import Resource, authorize, require_version, set_location, version
 from allotment.service import resource_classes as service
 
 CUSTOM_CLASS_SCHEMA = {
@@ -55,7 +55,7 @@ class ResourceClasses(Resource):
         data = body.json_body(req, CUSTOM_CLASS_SCHEMA)
         row = service.create_class(self.db, data["name"])
         rendering.no_content(resp, 201)
-        resp.location = _url(req, row.name)
+        set_location(req, resp, _url(req, row.name))
 
 
 class ResourceClass(Resource):
@@ -81,7 +81,7 @@ class ResourceClass(Resource):
         body.validate({"name": name}, CUSTOM_CLASS_SCHEMA)
         row, created = service.ensure_class(self.db, name)
         rendering.no_content(resp, 201 if created else 204)
-        resp.location = _url(req, row.name)
+        set_location(req, resp, _url(req, row.name))
 
     def on_delete(self, req: falcon.Request, resp: falcon.Response, name: str) -> None:
         require_version(req, "1.2")

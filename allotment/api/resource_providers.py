@@ -12,7 +12,7 @@ import orjson
 
 from allotment import errors
 from allotment.api import body, candidates_extensions, filters, query, rendering
-from allotment.api.resource import Resource, authorize, version
+from allotment.api.resource import Resource, authorize, set_location, version
 from allotment.api.schema import first_error
 from allotment.service import provider_listing
 from allotment.service import resource_providers as service
@@ -222,7 +222,7 @@ class ResourceProviders(Resource):
             rendering.send_json(req, resp, provider_body(req, row), last_modified=stamp(row))
         else:
             rendering.no_content(resp, 201)
-        resp.location = provider_url(req, row.uuid)
+        set_location(req, resp, provider_url(req, row.uuid))
 
 
 class ResourceProvider(Resource):

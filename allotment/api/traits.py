@@ -8,7 +8,7 @@ import falcon
 
 from allotment import errors
 from allotment.api import query, rendering
-from allotment.api.resource import Resource, authorize, require_version
+from allotment.api.resource import Resource, authorize, require_version, set_location
 from allotment.service import traits as service
 
 _CUSTOM_TRAIT = re.compile(r"^CUSTOM_[A-Z0-9_]+$")
@@ -72,7 +72,7 @@ class Trait(Resource):
                 'characters: "A"-"Z", "0"-"9" and "_"')
         row, created = service.ensure_trait(self.db, name)
         rendering.no_content(resp, 201 if created else 204)
-        resp.location = _url(req, name)
+        set_location(req, resp, _url(req, name))
         rendering.set_cache_headers(req, resp, row.created_at)
 
     def on_delete(self, req: falcon.Request, resp: falcon.Response, name: str) -> None:

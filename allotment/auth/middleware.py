@@ -19,7 +19,7 @@ from keystonemiddleware import auth_token
 from oslo_config import cfg
 from oslo_middleware import request_id
 
-from allotment import errors
+from allotment import error_pages, errors
 from allotment.context import PolicyChecker, RequestContext
 
 LOG = logging.getLogger(__name__)
@@ -43,7 +43,18 @@ def _is_root(environ: dict) -> bool:
 def unauthorized(
     environ: dict, start_response: Callable, detail: str
 ) -> list[bytes]:
-    """Answer 401 in Placement's JSON error shape."""
+    """Answer 401 in Placement's JSON error shape, or as an HTML or text
+    page to a client that asks for one."""
+    form = error_pages.negotiate(environ)
+    if form != error_pages.JSON:
+        # Upstream's pages for a missing token carry no detail.
+        page = errors.Unauthorized("")
+        text = (error_pages.html_page(page, environ) if form == error_pages.HTML
+                else error_pages.plain_page(page, page.format_detail(environ)))
+        data = text.encode("utf-8")
+        start_response("401 Unauthorized", [
+            ("Content-Type", f"{form}; charset=UTF-8"), ("Content-Length", str(len(data)))])
+        return [data]
     exc = errors.Unauthorized(detail)
     error: dict[str, Any] = {
         "status": exc.status,

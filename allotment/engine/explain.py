@@ -240,7 +240,7 @@ def _unit_and_capacity(snap: Snapshot, found: list[int], suffix: str,
     inv = snap.inventory
 
     def limits(name: str, pos: int) -> Callable[[], dict]:
-        p = found[0]
+        p = min(found, key=snap.uuids.__getitem__)
         return lambda: {"resource_class": rc, "requested": amount,
                         "provider_uuid": snap.uuids[p], name: inv[p][rc][pos]}
 
@@ -252,7 +252,7 @@ def _unit_and_capacity(snap: Snapshot, found: list[int], suffix: str,
                     suffix, limits("step_size", STEP_SIZE))
 
     def most_free() -> dict:
-        best = max(found, key=lambda p: (_free(snap, p, rc), -p))
+        best = min(found, key=lambda p: (-_free(snap, p, rc), snap.uuids[p]))
         return {"resource_class": rc, "requested": amount,
                 "provider_uuid": snap.uuids[best], "capacity": inv[best][rc][CAPACITY],
                 "used": snap.used.get(snap.uuids[best], _NO_USAGE).get(rc, 0)}
@@ -348,7 +348,7 @@ def _split_capacity(snap: Snapshot, found: list[int], r: int, rc: str,
     home = [p for p in found if snap.root[p] == r]
     parts = []
     remaining = amount
-    for p in sorted(home, key=lambda p: (-_free(snap, p, rc), p)):
+    for p in sorted(home, key=lambda p: (-_free(snap, p, rc), snap.uuids[p])):
         lim = inv[p][rc]
         most = min(remaining, _free(snap, p, rc), lim[MAX_UNIT])
         take = most - most % lim[STEP_SIZE] if most > 0 else 0

@@ -94,11 +94,13 @@ class SplitPlan:
             lim = inventory[p][rc]
             already = usage.get((p, rc), 0)
             free = lim[CAPACITY] - used_of.get(uuids[p], _NO_USAGE).get(rc, 0) - already
-            rows.append((free, p, lim, already))
+            rows.append((free, uuids[p], p, lim, already))
+        # Ties go by UUID, never by position: a process that learnt of the
+        # providers in another order must divide the same way.
         rows.sort(key=lambda row: (-row[0], row[1]))
         parts = []
         remaining = amount
-        for free, p, lim, already in rows:
+        for free, _uuid, p, lim, already in rows:
             most = min(remaining, free, lim[MAX_UNIT] - already)
             take = most - most % lim[STEP_SIZE] if most > 0 else 0
             if take <= 0 or take < lim[MIN_UNIT]:

@@ -218,8 +218,34 @@ def find(
                                   answered_roots=answered)
         used, trees = search.provider_summary_trees(
             snap, candidates, nested_aware=request.nested_aware)
+        if used is not None and _cut_in_nested_world(snap, request, candidates):
+            used = _limited_summary_uuids(snap, ext, used, max_candidates, strategy)
         summaries, by_tree = _summaries(world, used, trees)
         return CandidatesResult(candidates, summaries, explanation, by_tree)
+
+
+def _cut_in_nested_world(snap: LiveSnapshot, request: AllocationCandidatesRequest,
+                         candidates: list) -> bool:
+    return (not request.nested_aware and snap.has_nested and request.limit is not None
+            and len(candidates) >= request.limit)
+
+
+def _limited_summary_uuids(snap: LiveSnapshot, ext: ExtendedRequest, used: list[str],
+                           max_candidates: int, strategy: str) -> list[str]:
+    """Before 1.29, in a world with nested providers, the summaries of a
+    limited answer: every provider of the returned candidates' trees that the
+    answer without the limit uses.  (Upstream lists the providers its whole
+    answer uses, then keeps those whose root is the root of a provider some
+    returned candidate uses.)  In UUID order, as the other summaries before
+    1.29."""
+    index, root = snap.index, snap.root
+    roots = {root[index[u]] for u in used}
+    whole = dataclasses.replace(ext, base=dataclasses.replace(ext.base, limit=None))
+    every: set[str] = set()
+    for cand in extensions.find_candidates(snap, whole, max_candidates=max_candidates,
+                                           strategy=strategy):
+        every.update(cand.allocations)
+    return sorted(u for u in every if root[index[u]] in roots)
 
 
 def _summaries(world: World, used: list[str] | None,

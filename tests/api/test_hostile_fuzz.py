@@ -186,8 +186,14 @@ def send(app, request) -> None:
     assert resp.status_code < 500, (method, path, query, extra_headers, body[:200]
                                     if body else body, resp.text[:500])
     if resp.status_code >= 400:
-        if resp.content_type == "text/html" and req.path_info.startswith("/ui"):
+        if resp.content_type == "text/html" and req.environ["PATH_INFO"].startswith("/ui"):
             return  # the web view answers browsers with pages, errors included
+        if resp.content_type == "text/html":  # asked for by the Accept header
+            assert f"<title>{resp.status_code} " in resp.text, resp.text[:500]
+            return
+        if resp.content_type == "text/plain":
+            assert resp.text.startswith(f"{resp.status_code} "), resp.text[:500]
+            return
         document = json.loads(resp.text)
         assert [e["status"] for e in document["errors"]] == [resp.status_code]
 

@@ -10,6 +10,7 @@ docs/compatibility.md) the difference is recognised and named.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable
 
@@ -59,9 +60,45 @@ def hosts(answer: dict, roots: dict[str, str]) -> set[str]:
 
 
 def error_codes(answer: object) -> list:
+    """Each error's code and title."""
     if isinstance(answer, dict) and "errors" in answer:
-        return sorted(e.get("code", "") for e in answer["errors"])
+        return sorted((e.get("code", ""), e.get("title", "")) for e in answer["errors"])
     return []
+
+
+_HTTP_DATE = re.compile(r"\A(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d\d "
+                        r"(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} "
+                        r"\d\d:\d\d:\d\d GMT\Z")
+
+
+def header_difference(up: Exchange, al: Exchange) -> str | None:
+    """The first header in which the answers differ, or None.
+
+    The status line, Location (each service's own address taken out),
+    Content-Type, Cache-Control, OpenStack-API-Version and Allow must be the
+    same; Last-Modified must be there in both or neither, as an HTTP date
+    (its value is the time of a write, which differs).  Vary must be the
+    same on successes; on errors allotment names the microversion header
+    where upstream sometimes does not (docs/compatibility.md), and nothing
+    else.
+    """
+    if (up.status, up.reason) != (al.status, al.reason):
+        return f"status line {up.status} {up.reason!r} != {al.status} {al.reason!r}"
+    for name in ("location", "content-type", "cache-control", "openstack-api-version",
+                 "allow"):
+        if up.headers.get(name) != al.headers.get(name):
+            return f"{name}: {up.headers.get(name)!r} != {al.headers.get(name)!r}"
+    stamps = [ex.headers.get("last-modified") for ex in (up, al)]
+    if (stamps[0] is None) != (stamps[1] is None):
+        return f"last-modified: {stamps[0]!r} != {stamps[1]!r}"
+    for stamp in stamps:
+        if stamp is not None and not _HTTP_DATE.match(stamp):
+            return f"last-modified {stamp!r} is not an HTTP date"
+    vary = up.headers.get("vary"), al.headers.get("vary")
+    if vary[0] != vary[1] and not (
+            up.status >= 400 and vary[0] is None and vary[1] == "openstack-api-version"):
+        return f"vary: {vary[0]!r} != {vary[1]!r}"
+    return None
 
 
 def roots_of(answer: dict) -> dict[str, str]:
@@ -113,16 +150,22 @@ def wrong_amounts(cands: Iterable[Candidate], requested: dict[str, int]) -> bool
 def compare(up: Exchange, al: Exchange, *, up_all: Exchange | None = None,
             al_all: Exchange | None = None, unsuffixed: dict[str, int] | None = None,
             sharing: set[str] = frozenset(), limit: int | None = None,
-            requested: dict[str, int] | None = None) -> str | None:
+            requested: dict[str, int] | None = None,
+            tree_roots: dict[str, str] | None = None) -> str | None:
     """A description of the difference between two answers, or None.
 
-    ``up_all``/``al_all`` are the answers to the request without ``limit``.
+    ``up_all``/``al_all`` are the answers to the request without ``limit``;
+    ``tree_roots`` names each provider's root (summaries before 1.29 do not).
     """
     if up.status != al.status:
         return f"status {up.status} (upstream) != {al.status} (allotment)"
+    problem = header_difference(up, al)
+    if problem:
+        return "headers differ: " + problem
     if up.status >= 400:
         if error_codes(up.answer) != error_codes(al.answer):
-            return f"error codes {error_codes(up.answer)} != {error_codes(al.answer)}"
+            return (f"error codes and titles {error_codes(up.answer)} != "
+                    f"{error_codes(al.answer)}")
         return None
     if up.method != "GET":
         return None
@@ -150,6 +193,37 @@ def compare(up: Exchange, al: Exchange, *, up_all: Exchange | None = None,
     up_hosts, al_hosts = hosts(up.answer, roots), hosts(al.answer, roots)
     if len(al_hosts) < len(up_hosts):
         return f"limited answers reach {len(up_hosts)} (upstream) > {len(al_hosts)} hosts"
+    tree_of = {**roots, **(tree_roots or {})}
+    for name, part, whole in (("upstream", up.answer, up_all.answer),
+                              ("allotment", al.answer, al_all.answer)):
+        problem = limited_summaries(part, whole, tree_of)
+        if problem:
+            return f"{name}'s limited answer: {problem}"
+    return None
+
+
+def limited_summaries(part: dict, whole: dict, tree_of: dict[str, str]) -> str | None:
+    """Whether a limited answer's summaries are upstream's, tree by tree.
+
+    The two services' limited answers may keep different candidates, so each
+    is checked against its own unlimited answer: at every microversion the
+    summaries kept are exactly those of the unlimited answer whose provider
+    is in the tree of a provider some kept candidate uses.
+    """
+    kept_trees = {tree_of.get(rp, rp) for flat, _ in candidates(part) for rp, _, _ in flat}
+    got, every = summaries(part), summaries(whole)
+    by_tree: dict[str, tuple[dict, dict]] = {}
+    for rp, s in every.items():
+        tree = tree_of.get(rp, rp)
+        if tree in kept_trees:
+            by_tree.setdefault(tree, ({}, {}))[0][rp] = s
+    for rp, s in got.items():
+        by_tree.setdefault(tree_of.get(rp, rp), ({}, {}))[1][rp] = s
+    for tree in sorted(by_tree):
+        want, have = by_tree[tree]
+        if want != have:
+            return (f"summaries of tree {tree}: {sorted(have)} where the unlimited answer "
+                    f"gives {sorted(want)}")
     return None
 
 

@@ -72,8 +72,12 @@ def run_scenario(scenario: list, upstream_url: str,
     up, al = Replay(upstream_url, run), Replay(allotment_url, run)
     compared = 0
     try:
-        up.setup()
-        al.setup()
+        for ex_up, ex_al in zip(up.setup(), al.setup(), strict=True):
+            problem = compare(ex_up, ex_al)
+            compared += 1
+            if problem:
+                return Difference(problem, _script(up.log, ex_up), ex_up.answer,
+                                  ex_al.answer), compared
         for op in scenario:
             start = len(up.log)
             ex_up, ex_al = up.apply(op), al.apply(op)
@@ -91,7 +95,8 @@ def run_scenario(scenario: list, upstream_url: str,
                              "al_all": al.apply(O.Query(op.version, unlimited))}
                 problem = compare(ex_up, ex_al, unsuffixed=_unsuffixed(op.params),
                                   sharing=up.sharing, limit=limit,
-                                  requested=_requested(op.params), **extra)
+                                  requested=_requested(op.params), tree_roots=up.roots(),
+                                  **extra)
             else:
                 problem = compare(ex_up, ex_al)
             compared += len(up.log) - start

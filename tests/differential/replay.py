@@ -21,6 +21,8 @@ from tests.differential import ops as O
 _NS = uuid.UUID("3f9a3c52-8f0e-4c8e-9d51-2b3c4d5e6f70")
 AGGREGATE_UUIDS = {name: str(uuid.uuid5(_NS, f"aggregate-{name}")) for name in O.AGGREGATES}
 WRITE_VERSION = "1.39"
+COMPARED_HEADERS = ("location", "content-type", "cache-control", "last-modified",
+                    "openstack-api-version", "vary", "allow")
 
 
 @dataclass
@@ -35,6 +37,10 @@ class Exchange:
     answer: object
 
     roles: str | None = None
+    # The headers compared (see compare.header_difference), the service's
+    # own address in them replaced by $URL; and the reason phrase.
+    headers: dict[str, str] = field(default_factory=dict)
+    reason: str = ""
 
     def curl(self) -> str:
         data = ("" if self.body is None else
@@ -74,9 +80,22 @@ class Replay:
             answer = resp.json() if resp.content else None
         except ValueError:
             answer = resp.text
-        ex = Exchange(method, path, version, body, resp.status_code, answer, roles)
+        headers = {name: resp.headers[name].replace(self.url, "$URL")
+                   for name in COMPARED_HEADERS if name in resp.headers}
+        ex = Exchange(method, path, version, body, resp.status_code, answer, roles,
+                      headers, resp.reason or "")
         self.log.append(ex)
         return ex
+
+    def roots(self) -> dict[str, str]:
+        """Each provider made so far and the root of its tree."""
+        out = {}
+        for rp in self.parents:
+            top = rp
+            while self.parents.get(top):
+                top = self.parents[top]
+            out[rp] = top
+        return out
 
     def uuid(self, kind: str, n: int) -> str:
         return str(uuid.uuid5(_NS, f"{self.run}-{kind}-{n}"))
@@ -90,9 +109,10 @@ class Replay:
 
     # -- operations ------------------------------------------------------------
 
-    def setup(self) -> None:
-        self.call("PUT", "/resource_classes/CUSTOM_MAGIC")
-        self.call("PUT", "/traits/CUSTOM_GOLD")
+    def setup(self) -> list[Exchange]:
+        """The names every scenario may use; the exchanges, to compare."""
+        return [self.call("PUT", "/resource_classes/CUSTOM_MAGIC"),
+                self.call("PUT", "/traits/CUSTOM_GOLD")]
 
     def apply(self, op: object) -> Exchange | None:
         handler = getattr(self, "_" + type(op).__name__)
@@ -125,6 +145,15 @@ class Replay:
             rc: {"total": t, "reserved": r, "min_unit": lo, "max_unit": hi,
                  "step_size": step, "allocation_ratio": ratio}
             for rc, (t, r, lo, hi, step, ratio) in op.inventories}
+        if len(inventories) == 1:
+            # A class the provider does not have yet is added alone (POST,
+            # answered with a Location), as agents add one class at a time.
+            held = self.call("GET", f"/resource_providers/{rp}/inventories")
+            (rc, fields), = inventories.items()
+            if held.status == 200 and rc not in held.answer["inventories"]:
+                return self.call("POST", f"/resource_providers/{rp}/inventories", {
+                    "resource_class": rc, **fields,
+                    "resource_provider_generation": held.answer["resource_provider_generation"]})
         return self.call("PUT", f"/resource_providers/{rp}/inventories", {
             "inventories": inventories,
             "resource_provider_generation": self.generation(rp)})

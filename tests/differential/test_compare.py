@@ -67,3 +67,63 @@ def test_limited_answers_are_parts_of_the_whole_reaching_as_many_hosts():
     stranger = answer(LOCAL, ar({"elsewhere": {"DISK_GB": 1}}, {"": ["elsewhere"]}))
     assert "not part" in compare(get(two_hosts), get(stranger), **limited)
     assert "candidates" in compare(get(two_hosts), get(answer(LOCAL)), **limited)
+
+
+def _pre_129(*cands: dict, listed: tuple[str, ...]) -> dict:
+    # Before 1.29 summaries carry no root; the lane knows the trees.
+    return {"allocation_requests": list(cands),
+            "provider_summaries": {rp: {"resources": {}} for rp in listed}}
+
+
+def test_limited_summaries_are_checked_tree_by_tree():
+    n0, n1 = ar({"n0": {"VCPU": 1}}, {}), ar({"n1": {"VCPU": 1}}, {})
+    whole = _pre_129(n0, n1, listed=("n0", "n1"))
+    trees = {"n0": CN, "n1": CN}
+    sibling_kept = _pre_129(n0, listed=("n0", "n1"))
+    sibling_dropped = _pre_129(n0, listed=("n0",))
+    path = "/allocation_candidates?resources=VCPU:1&limit=1"
+    ok = compare(get(sibling_kept, path), get(sibling_kept, path), up_all=get(whole),
+                 al_all=get(whole), limit=1, tree_roots=trees)
+    assert ok is None
+    problem = compare(get(sibling_kept, path), get(sibling_dropped, path), up_all=get(whole),
+                      al_all=get(whole), limit=1, tree_roots=trees)
+    assert problem and problem.startswith("allotment's limited answer: summaries of tree cn")
+
+
+def _with(status: int = 200, reason: str = "OK", **headers: str) -> Exchange:
+    return Exchange("POST", "/resource_providers", "1.39", None, status, {}, None,
+                    {k.replace("_", "-"): v for k, v in headers.items()}, reason)
+
+
+def test_headers_are_compared():
+    base = {"location": "$URL/resource_providers/x", "content_type": "application/json",
+            "cache_control": "no-cache", "last_modified": "Wed, 25 Nov 2026 09:00:00 GMT",
+            "openstack_api_version": "placement 1.39", "vary": "openstack-api-version"}
+    assert compare(_with(**base), _with(**base)) is None
+    other_time = {**base, "last_modified": "Thu, 26 Nov 2026 10:11:12 GMT"}
+    assert compare(_with(**base), _with(**other_time)) is None
+    for name, value in (("location", "/resource_providers/x"),
+                        ("content_type", "text/html; charset=UTF-8"),
+                        ("cache_control", None), ("last_modified", None),
+                        ("last_modified", "2026-11-25T09:00:00Z"),
+                        ("openstack_api_version", "placement 1.38"), ("vary", None)):
+        changed = {k: v for k, v in {**base, name: value}.items() if v is not None}
+        problem = compare(_with(**base), _with(**changed))
+        assert problem and problem.startswith("headers differ"), (name, value)
+    assert compare(_with(**base), _with(201, "Created", **base)).startswith("status")
+    assert "status line" in compare(_with(**base), _with(200, "Okay", **base))
+
+
+def test_error_headers_titles_and_allow():
+    err = {"errors": [{"status": 405, "title": "Method Not Allowed", "code": "x"}]}
+    up = Exchange("DELETE", "/resource_providers", "1.39", None, 405, err, None,
+                  {"allow": "GET, POST"}, "Method Not Allowed")
+    # allotment's errors also vary by microversion (docs/compatibility.md).
+    al = Exchange("DELETE", "/resource_providers", "1.39", None, 405, err, None,
+                  {"allow": "GET, POST", "vary": "openstack-api-version"}, "Method Not Allowed")
+    assert compare(up, al) is None
+    al.headers["allow"] = "GET"
+    assert "allow" in compare(up, al)
+    al.headers["allow"] = "GET, POST"
+    al.answer = {"errors": [{"status": 405, "title": "Not Allowed", "code": "x"}]}
+    assert "titles" in compare(up, al)

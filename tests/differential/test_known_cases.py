@@ -80,3 +80,35 @@ def test_isolate_can_count_a_group_twice_upstream(services):
     assert problem is None
     if candidates(ex_up.answer) != candidates(ex_al.answer):
         assert KNOWN["isolate amounts counted twice"] == before + 1
+
+
+def test_limited_summaries_before_1_29_keep_the_kept_trees_siblings(services):
+    # Two hosts of two NUMA nodes each; one candidate kept out of four.
+    numa = (("VCPU", (4, 0, 1, 4, 1, 1.0)), ("MEMORY_MB", (1024, 0, 1, 1024, 1, 1.0)))
+    world = [O.Provider(None), O.Provider(0), O.SetInventory(1, numa),
+             O.Provider(0), O.SetInventory(2, numa), O.Provider(None),
+             O.Provider(3), O.SetInventory(4, numa), O.Provider(3), O.SetInventory(5, numa)]
+    for version, params in (("1.26", (("resources", "VCPU:1"), ("limit", "1"))),
+                            ("1.27", (("resources", "MEMORY_MB:99"), ("resources1", "VCPU:4"),
+                                      ("group_policy", "none"), ("limit", "2")))):
+        up, al = (Replay(url, f"limited-{version}") for url in services)
+        try:
+            for r in (up, al):
+                r.setup()
+                for op in world:
+                    r.apply(op)
+            query = O.Query(version, params)
+            whole = O.Query(version, tuple(p for p in params if p[0] != "limit"))
+            ex_up, ex_al = up.apply(query), al.apply(query)
+            problem = compare(ex_up, ex_al, limit=int(params[-1][1]),
+                              up_all=up.apply(whole), al_all=al.apply(whole),
+                              tree_roots=up.roots())
+            assert problem is None, problem
+            if version == "1.26":
+                # One NUMA node kept; its sibling is summarised at both services.
+                for ex in (ex_up, ex_al):
+                    assert len(ex.answer["allocation_requests"]) == 1
+                    assert len(ex.answer["provider_summaries"]) == 2
+        finally:
+            up.clear()
+            al.clear()

@@ -1,0 +1,1 @@
+"""Upstream Placement's own functional suite, run over HTTP against allotment."""

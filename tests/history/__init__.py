@@ -1,0 +1,1 @@
+"""Answers that must not depend on a process's history."""
