@@ -111,7 +111,8 @@ class Database(fixtures.Fixture):
     the option is pointed at that file so that everything configured from it
     later in the test finds the same data.  A SQLite file that is missing or
     empty (nova's threading mode prepares one) is filled from the template;
-    any other database is migrated in place.
+    one that already holds a database is left to the service, which migrates
+    SQLite on start; a server database is migrated in place.
     """
 
     def __init__(self, conf_fixture: config_fixture.Config, set_config: bool = False) -> None:
