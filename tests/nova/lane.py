@@ -344,6 +344,11 @@ def _subset(mode: str, files: tuple[str, ...], concurrency: int) -> int:
     for f in empty:
         print(f"  no test of {f} ran")
     failed = _failed(ours)
+    if failed:
+        # nova's tests wait for servers with fixed timeouts: on a busy machine
+        # one can fail for want of CPU alone.  It is run once more.
+        again = run("allotment", mode, files, tests=failed, concurrency=concurrency)
+        failed = [t for t in failed if _bucket(again.status.get(t, "missing")) != "passed"]
     if not failed:
         return 1 if empty else 0
     # Only a test upstream's fixture passes is a regression: a failure that

@@ -1,9 +1,11 @@
 """nova 34.0.0's functional tests pass with allotment's Placement fixture.
 
 The suite runs the lane's short subset (``tests/nova/lane.py``, SUBSET) on
-allotment's fixture, under eventlet and with native threads; a test that fails
-is run again on upstream's fixture and counts only if it passes there (a
-failure of nova's own, or of a dependency release, fails on both).
+allotment's fixture, under eventlet and with native threads.  A test that
+fails is run once more (nova waits for servers with fixed timeouts, which a
+busy machine can miss), then on upstream's fixture, and counts only if it
+passes there (a failure of nova's own, or of a dependency release, fails on
+both).
 ``scripts/nova-functional`` runs every placement-heavy file on both fixtures.
 """
 

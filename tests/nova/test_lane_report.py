@@ -39,12 +39,15 @@ def test_file_of_needs_the_whole_module_name():
         "nova.tests.functional.test_report_client_extra.T.test_x", FILES) is None
 
 
-def _fake_runs(monkeypatch, ours: lane.Outcome, theirs: lane.Outcome) -> list:
+def _fake_runs(monkeypatch, ours: lane.Outcome, theirs: lane.Outcome,
+               again: lane.Outcome | None = None) -> list:
     calls = []
 
     def run(kind, mode, files, *, tests=None, concurrency=2):
         calls.append((kind, tests))
-        return ours if kind == "allotment" else theirs
+        if kind == "upstream":
+            return theirs
+        return ours if tests is None else (again or ours)
 
     monkeypatch.setattr(lane, "run", run)
     return calls
@@ -54,8 +57,15 @@ def test_subset_failure_that_upstream_passes_fails_ci(monkeypatch, capsys):
     calls = _fake_runs(monkeypatch, outcome(a="success", b="fail", c="success"),
                        outcome(b="success"))
     assert lane._subset("eventlet", FILES, 2) == 1
-    assert calls == [("allotment", None), ("upstream", [B])]
+    assert calls == [("allotment", None), ("allotment", [B]), ("upstream", [B])]
     assert f"REGRESSION: {B}" in capsys.readouterr().out
+
+
+def test_subset_failure_that_passes_when_run_again_does_not_fail_ci(monkeypatch):
+    calls = _fake_runs(monkeypatch, outcome(a="success", b="fail", c="success"),
+                       outcome(b="success"), again=outcome(b="success"))
+    assert lane._subset("eventlet", FILES, 2) == 0
+    assert calls == [("allotment", None), ("allotment", [B])]
 
 
 def test_subset_failure_upstream_shares_does_not_fail_ci(monkeypatch, capsys):
