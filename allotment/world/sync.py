@@ -284,6 +284,17 @@ def replica(db: Database) -> Replica:
         return found
 
 
+def forget(db: Database) -> None:
+    """Drop this process's replica of ``db``, whose owner is done with it.
+
+    A replica holds its database, so the registry's weak key alone never
+    lets either go: a process that opens many short-lived databases (a test
+    fixture opens one per test) would otherwise keep every world it loaded.
+    """
+    with _REGISTRY_LOCK:
+        _REPLICAS.pop(db, None)
+
+
 @contextmanager
 def current(db: Database) -> Iterator[World]:
     """The world of ``db`` as of now; see :meth:`Replica.current`."""
