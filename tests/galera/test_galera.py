@@ -11,6 +11,8 @@ clients: they get the answers one server gives.
 
 from __future__ import annotations
 
+import contextlib
+import subprocess
 import threading
 import time
 import uuid
@@ -364,5 +366,15 @@ def test_a_node_killed_and_back_rejoins_by_ist_and_serves_at_once(galera):
 def _cluster_whole(galera):
     """Every test starts and ends with all three nodes in the cluster."""
     yield
+    lost = {}
     for node in galera.cluster.nodes:
-        assert galera.cluster.state(node) == "Synced", node
+        try:
+            state = galera.cluster.state(node)
+        except subprocess.CalledProcessError:
+            state = "not answering"
+        if state != "Synced":
+            lost[node] = (state, galera.cluster.log(node)[-6000:])
+            # Back for the tests that follow, whatever this one found.
+            with contextlib.suppress(subprocess.CalledProcessError):
+                galera.cluster.start(node)
+    assert not lost, "\n".join(f"node {n}: {state}\n{log}" for n, (state, log) in lost.items())
