@@ -234,34 +234,43 @@ def _api(url: str, database: db_mod.Database) -> Client:
 
 # No shrinking: a failing example is printed as drawn (small enough to
 # read), and CI's time is not spent minimising it.
-@settings(max_examples=EXAMPLES, deadline=None, database=None,
-          phases=[Phase.explicit, Phase.generate],
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
-                                 HealthCheck.data_too_large])
-@given(data=st.data())
-def test_the_same_world_answers_the_same_whatever_its_history(databases, data):
-    world = data.draw(worlds(), label="world")
-    first_order = data.draw(orders(world), label="first order")
-    second_order = data.draw(orders(world), label="second order")
-    (url1, db1), (url2, db2) = databases
-    clean(db1)
-    clean(db2)
-    first, second = _api(url1, db1), _api(url2, db2)
-    write(first, world, first_order)
-    write(second, world, second_order)
-    # A new replica of the first database: the world read whole, in one go.
-    fresh_db = db_mod.Database(db_mod.create_engine(url1))
-    try:
-        fresh = _api(url1, fresh_db)
-        a = answers(first, world, listings=True)
-        b = answers(second, world, listings=False)
-        c = answers(fresh, world, listings=True)
-    finally:
-        fresh_db.dispose()
-    differ = [k for k in a if a[k] != c.get(k)]
-    assert not differ, f"a fresh replica answers differently: {differ}"
-    differ = [k for k in b if a[k] != b[k]]
-    assert not differ, f"another write order answers differently: {differ}"
-    # The requests are not vacuous: some find candidates, some split.
-    assert any('"allocation_requests":[{' in v for v in a.values())
+_SETTINGS = settings(max_examples=EXAMPLES, deadline=None, database=None,
+                     phases=[Phase.explicit, Phase.generate],
+                     suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                            HealthCheck.too_slow, HealthCheck.data_too_large])
 
+
+def test_the_same_world_answers_the_same_whatever_its_history(databases):
+    found_candidates: list[bool] = []
+
+    @_SETTINGS
+    @given(data=st.data())
+    def one_world(data):
+        world = data.draw(worlds(), label="world")
+        first_order = data.draw(orders(world), label="first order")
+        second_order = data.draw(orders(world), label="second order")
+        (url1, db1), (url2, db2) = databases
+        clean(db1)
+        clean(db2)
+        first, second = _api(url1, db1), _api(url2, db2)
+        write(first, world, first_order)
+        write(second, world, second_order)
+        # A new replica of the first database: the world read whole, in one go.
+        fresh_db = db_mod.Database(db_mod.create_engine(url1))
+        try:
+            fresh = _api(url1, fresh_db)
+            a = answers(first, world, listings=True)
+            b = answers(second, world, listings=False)
+            c = answers(fresh, world, listings=True)
+        finally:
+            fresh_db.dispose()
+        differ = [k for k in a if a[k] != c.get(k)]
+        assert not differ, f"a fresh replica answers differently: {differ}"
+        differ = [k for k in b if a[k] != b[k]]
+        assert not differ, f"another write order answers differently: {differ}"
+        found_candidates.append(any('"allocation_requests":[{' in v for v in a.values()))
+
+    one_world()
+    # The requests are not vacuous: in some worlds they find candidates (a
+    # world whose hosts are all full finds none, and that is no failure).
+    assert any(found_candidates)
