@@ -59,16 +59,24 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _sync(database: db_mod.Database) -> int:
-    before = migration.state(database.engine)
+def _schema_change(what: str, change) -> int | None:
+    """Run ``change``; an exit code if it failed (after saying why), else None."""
     try:
-        migration.upgrade(database.engine)
+        change()
     except migration.SchemaError as exc:
         print(f"allotment-manage: {exc}", file=sys.stderr)
         return 2
     except Exception as exc:
-        print(_interrupted("db sync", exc), file=sys.stderr)
+        print(_interrupted(what, exc), file=sys.stderr)
         return 1
+    return None
+
+
+def _sync(database: db_mod.Database) -> int:
+    before = migration.state(database.engine)
+    failed = _schema_change("db sync", lambda: migration.upgrade(database.engine))
+    if failed is not None:
+        return failed
     setup.sync_standards(database)
     if before.upstream == migration.UPSTREAM_HEAD and before.own is None:
         print("Adopted upstream Placement's database; 'allotment-manage db downgrade "
@@ -78,14 +86,10 @@ def _sync(database: db_mod.Database) -> int:
 
 
 def _hand_back(database: db_mod.Database) -> int:
-    try:
-        migration.hand_back(database.engine)
-    except migration.SchemaError as exc:
-        print(f"allotment-manage: {exc}", file=sys.stderr)
-        return 2
-    except Exception as exc:
-        print(_interrupted("db downgrade upstream", exc), file=sys.stderr)
-        return 1
+    failed = _schema_change("db downgrade upstream",
+                            lambda: migration.hand_back(database.engine))
+    if failed is not None:
+        return failed
     print(f"Database schema at {migration.describe(database.engine)}; upstream "
           "Placement 16.0.0 serves it as it is.")
     return 0

@@ -264,12 +264,10 @@ def _entry(row_id: int, text: str) -> Entry:
     data = json.loads(text)
     return Entry(
         id=row_id,
-        # Numbers, whoever wrote the row: MariaDB's JSON functions write a
-        # trigger's variables as strings (storage/foreign.py).
-        roots=tuple(int(r) for r in data.get("t", ())),
+        roots=tuple(data.get("t", ())),
         names=bool(data.get("n")),
         reset=bool(data.get("r")),
-        usage=tuple((int(p), int(c), int(d)) for p, c, d in data.get("u", ())),
+        usage=tuple(tuple(u) for u in data.get("u", ())),
         generations=tuple((p, g, datetime.datetime.fromisoformat(when))
                           for p, g, when in data.get("g", ())),
     )

@@ -167,6 +167,7 @@ def _tree_json(backend: str, root: str) -> str:
     if backend == "postgresql":
         return f"json_build_object('t', json_build_array({root}))::text"
     if backend == "mysql":
+        # Cast: MariaDB writes a stored program's variable as a JSON string.
         return f"JSON_OBJECT('t', JSON_ARRAY(CAST({root} AS SIGNED)))"
     return f"'{{\"t\":[' || {root} || ']}}'"
 
