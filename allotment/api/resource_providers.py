@@ -207,7 +207,6 @@ class ResourceProviders(Resource):
             return rendering.fragment(data), stamp(view)
 
         found = provider_listing.list_with_details(self.db, list_filters(req), wide, made)
-        resp.set_header(candidates_extensions.HEADER, candidates_extensions.LEVEL)
         rendering.send_json(req, resp, {"resource_providers": [f for f, _ in found]},
                             last_modified=rendering.latest(*(when for _, when in found)))
 
