@@ -21,6 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from sqlalchemy.engine import url as sa_url
+
 from benchmarks.side_by_side.client import load
 from benchmarks.side_by_side.worlds import SHAPES
 from tests.harness import pg
@@ -42,10 +44,33 @@ def cpu_seconds(pids: list[int]) -> float:
     return total
 
 
-def _postgres_pids() -> list[int]:
+def cpu_by_pid(pids: list[int]) -> dict[int, float]:
+    return {pid: cpu_seconds([pid]) for pid in pids}
+
+
+def _backends(database: str | None) -> list[int]:
+    """PostgreSQL's backends serving ``database`` (their title names it);
+    none on SQLite.  Other servers' and other databases' processes -- the
+    test suite runs beside this -- are not this run's work."""
+    if database is None:
+        return []
     out = subprocess.run(["pgrep", "-x", "postgres"], capture_output=True, text=True,
                          check=False).stdout
-    return [int(p) for p in out.split()]
+    pids = []
+    for pid in out.split():
+        try:
+            title = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+        except FileNotFoundError:
+            continue
+        if f" {database} " in title.replace("\0", " ") + " ":
+            pids.append(int(pid))
+    return pids
+
+
+def _grown(before: dict[int, float], after: dict[int, float]) -> float:
+    """CPU spent between two readings by the processes of the second (a
+    process that began meanwhile counts whole; one that ended is lost)."""
+    return sum(cpu - before.get(pid, 0.0) for pid, cpu in after.items())
 
 
 def measure(name: str, backend: str, hosts: int, threads: int, pg_server: str | None,
@@ -55,16 +80,21 @@ def measure(name: str, backend: str, hosts: int, threads: int, pg_server: str | 
         url = f"sqlite:///{workdir / name}.sqlite"
     else:
         url = pg.create_database(pg_server, prefix=f"write_cpu_{name}")
+    database_name = None if backend == "sqlite" else sa_url.make_url(url).database
     try:
         with STARTERS[name](url, workdir / name, workers=2) as server:
             pids = server.pids
-            before = (cpu_seconds(pids), cpu_seconds(_postgres_pids()), time.process_time())
+            before = (cpu_seconds(pids), cpu_by_pid(_backends(database_name)),
+                      time.process_time())
             made, seconds = load(server.url, world, threads=threads)
-            after = (cpu_seconds(pids), cpu_seconds(_postgres_pids()), time.process_time())
+            after = (cpu_seconds(pids), cpu_by_pid(_backends(database_name)),
+                     time.process_time())
     finally:
         if backend != "sqlite":
             pg.drop_database(url)
-    service, database, client = (1000 * (a - b) / made for a, b in zip(after, before, strict=True))
+    service = 1000 * (after[0] - before[0]) / made
+    database = 1000 * _grown(before[1], after[1]) / made
+    client = 1000 * (after[2] - before[2]) / made
     return (f"{name}: {made / seconds:.0f} requests/s; CPU ms per request: "
             f"service {service:.2f}, database server {database:.2f}, client {client:.2f}")
 

@@ -32,13 +32,10 @@ EXTRA_CONF = ("[allotment]\ndatabase_connect_timeout = 2\n"
 
 def pytest_collection_modifyitems(items):
     for item in items:
-        if "tests/galera/" in str(item.fspath):
-            # One cluster, one worker: the tests take nodes away.
-            item.add_marker(pytest.mark.xdist_group("galera"))
-            item.add_marker(pytest.mark.slow)
-            if not GALERA_DIR:
-                item.add_marker(pytest.mark.skip(
-                    reason="no Galera cluster (ALLOTMENT_TEST_GALERA_DIR)"))
+        # The lane's grouping is test_galera.py's own marker (see there).
+        if "tests/galera/" in str(item.fspath) and not GALERA_DIR:
+            item.add_marker(pytest.mark.skip(
+                reason="no Galera cluster (ALLOTMENT_TEST_GALERA_DIR)"))
 
 
 @dataclass

@@ -29,6 +29,11 @@ from allotment.storage import feed, tables
 from allotment.storage import resource_providers as rp_store
 from tests.harness.workload import Workload, audit, candidates_agree
 
+# One cluster, one worker: the tests take nodes away, so two of them at once
+# (one killing node 2 while the other writes through it) would break each
+# other.  tests/harness/test_worker_groups.py checks that groups hold.
+pytestmark = [pytest.mark.xdist_group("galera"), pytest.mark.slow]
+
 HEADERS = {"X-Auth-Token": "admin", "OpenStack-API-Version": "placement 1.37"}
 # A late commit comes this long (seconds) after its feed id was taken: past
 # every patience a reader could have for an id it skipped.
