@@ -61,7 +61,7 @@ def _inventory(fields: tuple) -> Inventory:
 
 
 def records_of(loaded: Mapping[int, dict]) -> list[ProviderRecord]:
-    """Engine records from what ``storage.snapshot.load`` returns (no usage)."""
+    """Engine records from what ``storage.loader.load`` returns (no usage)."""
     return [ProviderRecord(
         uuid=p["uuid"], name=p["name"], generation=p["generation"],
         parent_uuid=p["parent_uuid"], root_uuid=p["root_uuid"],

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from allotment import telemetry
 from allotment.storage import catch_up, feed
-from allotment.storage import snapshot as store
+from allotment.storage import loader as store
 from allotment.storage.db import Database
 from allotment.world.model import Names, World
 

@@ -18,7 +18,7 @@ from allotment.service import inventories as inventory_service
 from allotment.service import provider_traits as trait_service
 from allotment.service import resource_providers as provider_service
 from allotment.storage import catch_up, direct, faults, feed
-from allotment.storage import snapshot as store
+from allotment.storage import loader as store
 
 INVENTORY = {"VCPU": {"total": 8, "allocation_ratio": 16.0},
              "MEMORY_MB": {"total": 4096, "reserved": 512, "max_unit": 2048}}

@@ -1,4 +1,4 @@
-"""Read the provider world the API processes keep in memory.
+"""Load the provider world the API processes keep in memory.
 
 :func:`load` reads providers with their inventories, traits and aggregates
 -- every provider, or only the trees with some roots, which is how a process
