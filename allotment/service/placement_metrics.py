@@ -11,12 +11,11 @@ a large cloud mostly joins text already made.
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from allotment.engine.snapshot import RATIO, RESERVED, TOTAL
-from allotment.storage import exports
+from allotment.storage import clock, exports
 from allotment.storage.db import Database
 from allotment.world import sync as world_sync
 
@@ -90,8 +89,7 @@ def scrape(db: Database, *, consumer_allocations: bool = False) -> Scrape:
             rows, oldest = exports.feed_behind(conn, replica.head)
         seconds = 0.0
         if rows and oldest is not None:
-            now = datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
-            seconds = max(0.0, (now - oldest.replace(tzinfo=None)).total_seconds())
+            seconds = max(0.0, (clock.utcnow() - oldest.replace(tzinfo=None)).total_seconds())
         with replica.current() as world:
             snap = world.snapshot
             memo = world.memo(_MEMO)

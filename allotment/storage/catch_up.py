@@ -16,10 +16,11 @@ from sqlalchemy.engine import Connection
 
 from allotment.storage import direct, feed
 from allotment.storage import loader as store
+from allotment.storage.loader import LoadedProvider
 
 
 def read(conn: Connection, after: int, also: Iterable[int],
-         root_ids: Iterable[int]) -> tuple[list[feed.Entry], dict[int, dict]]:
+         root_ids: Iterable[int]) -> tuple[list[feed.Entry], dict[int, LoadedProvider]]:
     """The feed's rows after ``after`` (and those among ``also``), and the
     trees with the roots ``root_ids`` as :func:`loader.load` reads them.
 

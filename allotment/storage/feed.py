@@ -56,6 +56,7 @@ from sqlalchemy.engine import Connection
 
 from allotment import errors
 from allotment.storage import direct
+from allotment.storage.clock import utcnow
 from allotment.storage.tables import placement_changes, placement_feed_state, resource_providers
 
 TABLE = placement_changes
@@ -63,10 +64,6 @@ _STATE = placement_feed_state.c.id == 1
 _NOTES = "allotment.feed_notes"
 # Writers prune old rows every so many ids (see flush).
 PRUNE_EVERY = 512
-
-
-def utcnow() -> datetime.datetime:
-    return datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
 
 
 @dataclass
