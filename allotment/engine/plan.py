@@ -10,14 +10,9 @@ import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from allotment.engine.records import fits
 from allotment.engine.request import AllocationCandidatesRequest, RequestGroup
-from allotment.engine.snapshot import (
-    CAPACITY,
-    MAX_UNIT,
-    MIN_UNIT,
-    STEP_SIZE,
-    Snapshot,
-)
+from allotment.engine.snapshot import Snapshot
 
 NO_USAGE: Mapping[str, int] = {}
 
@@ -49,13 +44,6 @@ class Candidate:
     # hands out again in later answers (see unsuffixed.lonely_search): ()
     # until they do; None for a candidate made for one answer.
     rendered: tuple | None = field(default=None, compare=False)
-
-
-def fits(limits: tuple, used: int, amount: int) -> bool:
-    """Whether a single request of ``amount`` may be placed on an inventory."""
-    return (limits[MIN_UNIT] <= amount <= limits[MAX_UNIT]
-            and amount % limits[STEP_SIZE] == 0
-            and used + amount <= limits[CAPACITY])
 
 
 # ---------------------------------------------------------------------------

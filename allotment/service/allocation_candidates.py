@@ -21,7 +21,6 @@ from allotment.engine.live import LiveSnapshot
 from allotment.engine.packed import Packed
 from allotment.engine.plan import Group
 from allotment.engine.request import AllocationCandidatesRequest, RequestGroup
-from allotment.engine.snapshot import CAPACITY, MAX_UNIT, MIN_UNIT, STEP_SIZE
 from allotment.storage.db import Database
 from allotment.world import sync as world_sync
 from allotment.world.model import World
@@ -96,13 +95,6 @@ def _check_root_traits(snap: LiveSnapshot, request: AllocationCandidatesRequest,
         raise _NoCandidates
 
 
-def _room(snap: LiveSnapshot, p: int, rc: str, amount: int) -> bool:
-    lim = snap.inventory[p][rc]
-    return (lim[MIN_UNIT] <= amount <= lim[MAX_UNIT]
-            and amount % lim[STEP_SIZE] == 0
-            and snap.used.get(snap.uuids[p], {}).get(rc, 0) + amount <= lim[CAPACITY])
-
-
 def _check_group(snap: LiveSnapshot, group: RequestGroup,
                  classes: set[str], traits: set[str],
                  can_split: frozenset[str] = frozenset()) -> None:
@@ -135,7 +127,8 @@ def _check_group(snap: LiveSnapshot, group: RequestGroup,
             holders: Iterable[int] = snap.by_rc.get(rc, ())
         else:
             holders = snap.members_with(tree_root, rc)
-        if not any(_room(snap, p, rc, amount) for p in holders):
+        wanted = ((rc, amount),)
+        if not any(snap.has_room(p, wanted) for p in holders):
             raise _NoCandidates
 
 

@@ -16,15 +16,7 @@ from typing import TypeVar
 
 from allotment import errors
 from allotment.engine.live import LiveSnapshot
-from allotment.engine.snapshot import (
-    CAPACITY,
-    MAX_UNIT,
-    MIN_UNIT,
-    RATIO,
-    RESERVED,
-    STEP_SIZE,
-    TOTAL,
-)
+from allotment.engine.snapshot import MAX_UNIT, MIN_UNIT, RATIO, RESERVED, STEP_SIZE, TOTAL
 from allotment.storage.db import Database
 from allotment.world import sync as world_sync
 from allotment.world.model import World
@@ -83,18 +75,6 @@ def _view(world: World, snap: LiveSnapshot, uuid: str,
         root_provider_uuid=snap.uuids[snap.root[i]],
         created_at=stamp.created_at, updated_at=stamp.updated_at, revision=revision)
     return view
-
-
-def _has_room(snap: LiveSnapshot, i: int, wanted: dict[str, int]) -> bool:
-    inventory = snap.inventory[i]
-    usage = snap.used.get(snap.uuids[i], {})
-    for rc, amount in wanted.items():
-        lim = inventory.get(rc)
-        if (lim is None or not lim[MIN_UNIT] <= amount <= lim[MAX_UNIT]
-                or amount % lim[STEP_SIZE]
-                or usage.get(rc, 0) + amount > lim[CAPACITY]):
-            return False
-    return True
 
 
 def _anyone_has(sets_of, any_ofs, among: Iterable[int]) -> bool:
@@ -234,6 +214,7 @@ def _matching(world: World, filters) -> list[str]:
 
     traits, aggregates = snap.traits, snap.aggregates
     uuids = snap.uuids
+    wanted = tuple(filters.resources.items())
     if not (filters.required_traits or filters.forbidden_traits or filters.member_of
             or filters.forbidden_aggregates or filters.resources):
         found = [uuids[i] for i in chosen]
@@ -251,7 +232,7 @@ def _matching(world: World, filters) -> list[str]:
             continue
         if not filters.forbidden_aggregates.isdisjoint(aggs):
             continue
-        if filters.resources and not _has_room(snap, i, filters.resources):
+        if wanted and not snap.has_room(i, wanted):
             continue
         found.append(uuids[i])
     found.sort(key=world.creation_rank().__getitem__)
