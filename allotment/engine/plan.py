@@ -40,10 +40,11 @@ class Candidate:
     allocations: Mapping[str, Mapping[str, int]]
     mappings: Mapping[str, list[str]]
     anchor: str
-    # Where renderers may keep what they make of a candidate the engine
-    # hands out again in later answers (see unsuffixed.lonely_search): ()
-    # until they do; None for a candidate made for one answer.
-    rendered: tuple | None = field(default=None, compare=False)
+    # Whether this very object is handed out again in later answers while
+    # its tree stays as it is (engine.kept, unsuffixed.lonely_search):
+    # renderers may keep what they make of it (world.cache), not of a
+    # candidate made for one answer.
+    reused: bool = field(default=False, compare=False)
 
 
 # ---------------------------------------------------------------------------

@@ -161,7 +161,7 @@ def _lonely_search(plan: Plan) -> Callable[[int], Candidate | bool | None]:
             return held[1]
         found = check(r)
         if found:
-            found.rendered = ()
+            found.reused = True
         memo.keep(r, revision, found, 1)
         return found
 

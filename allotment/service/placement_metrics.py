@@ -16,8 +16,7 @@ from dataclasses import dataclass
 
 from allotment.engine.snapshot import RATIO, RESERVED, TOTAL
 from allotment.storage import clock, exports
-from allotment.storage.db import Database
-from allotment.world import sync as world_sync
+from allotment.world.sync import Replica
 
 # (name, help) in the order families are written; the per-provider families
 # follow the order of a provider's kept lines.
@@ -80,10 +79,10 @@ def _provider_lines(name: str, inventory, generation: int,
             "".join(gen))
 
 
-def scrape(db: Database, *, consumer_allocations: bool = False) -> Scrape:
+def scrape(replica: Replica, *, consumer_allocations: bool = False) -> Scrape:
     """The provider families of one scrape, with the feed's lag as this
     process found it before catching up."""
-    replica = world_sync.replica(db)
+    db = replica.db
     with replica.lock:
         with db.autocommit() as conn:
             rows, oldest = exports.feed_behind(conn, replica.head)

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import datetime
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from allotment.engine.live import LiveSnapshot
 from allotment.engine.snapshot import Inventory, ProviderRecord
 from allotment.storage.cursor import Changes
 from allotment.storage.loader import LoadedProvider
+from allotment.world.cache import Cache
 
 LOG = logging.getLogger(__name__)
 
@@ -128,10 +129,8 @@ class World:
         self.names = names
         # Changes whenever ``names`` does (trait order in summaries follows it).
         self.names_version = 0
-        # What services derive from providers, per kind and UUID; each entry
-        # records the provider revision it was derived at (see
-        # LiveSnapshot.revision).
-        self._memos: dict[str, dict[str, object]] = {}
+        # What services and renderers make of providers (see world.cache).
+        self.cache = Cache(lambda: len(self.snapshot))
         self.stamps: dict[str, Stamp] = {}
         self.uuid_of_id: dict[int, str] = {}
         # Provider names are unique: name -> UUID.
@@ -168,18 +167,9 @@ class World:
             self.names = names
             self.names_version += 1
 
-    def memo(self, kind: str) -> dict[str, object]:
-        """A place to keep what is derived from providers, by UUID.
-
-        Emptied when it holds far more entries than there are providers
-        (deleted providers leave theirs behind).
-        """
-        found = self._memos.get(kind)
-        if found is None:
-            found = self._memos[kind] = {}
-        elif len(found) > 2 * len(self.snapshot) + 1024:
-            found.clear()
-        return found
+    def memo(self, kind: Hashable) -> dict:
+        """The section of the world's cache for ``kind`` (see world.cache)."""
+        return self.cache.section(kind)
 
     def creation_rank(self) -> dict[str, int]:
         """UUID -> rank of the provider in creation (id) order."""

@@ -13,7 +13,6 @@ process to reload), is the whole world read.
 from __future__ import annotations
 
 import threading
-import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -24,7 +23,12 @@ from allotment.world.model import Names, World
 
 
 class Replica:
-    """One process's copy of the provider world, for one database."""
+    """One process's copy of the provider world, for one database.
+
+    Owned by what serves requests (``allotment.runtime.Runtime``): it goes
+    with its owner, and two applications over one database each keep their
+    own.
+    """
 
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -83,34 +87,3 @@ class Replica:
                                Names(*everything.names))
             self.rebuilds += 1
             telemetry.metrics().reloads.inc()
-
-
-_REPLICAS: weakref.WeakKeyDictionary[Database, Replica] = weakref.WeakKeyDictionary()
-_REGISTRY_LOCK = threading.Lock()
-
-
-def replica(db: Database) -> Replica:
-    """This process's replica of ``db``'s world (made on first use)."""
-    with _REGISTRY_LOCK:
-        found = _REPLICAS.get(db)
-        if found is None:
-            found = _REPLICAS[db] = Replica(db)
-        return found
-
-
-def forget(db: Database) -> None:
-    """Drop this process's replica of ``db``, whose owner is done with it.
-
-    A replica holds its database, so the registry's weak key alone never
-    lets either go: a process that opens many short-lived databases (a test
-    fixture opens one per test) would otherwise keep every world it loaded.
-    """
-    with _REGISTRY_LOCK:
-        _REPLICAS.pop(db, None)
-
-
-@contextmanager
-def current(db: Database) -> Iterator[World]:
-    """The world of ``db`` as of now; see :meth:`Replica.current`."""
-    with replica(db).current() as world:
-        yield world

@@ -91,7 +91,8 @@ class Cloud:
         trait_names.ensure_trait(self.dbs[0], "CUSTOM_GOLD")
 
     def providers(self, db) -> list:
-        return provider_service.list_providers(db, provider_service.ProviderFilters())
+        return provider_service.list_providers_from_database(
+            db, provider_service.ProviderFilters())
 
     def op(self, db, kind: str) -> None:
         rnd = self.rnd
