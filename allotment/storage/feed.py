@@ -26,7 +26,7 @@ How ids are taken decides what a reader may conclude from a skipped one:
 * PostgreSQL: ids come from the table's sequence, which hands them out in
   the order rows are *inserted*, not the order transactions *commit*: a
   reader can see row 12 before row 11 commits.  Readers keep track of the
-  ids they skipped (see ``allotment.world``) and ask
+  ids they skipped (see ``allotment.storage.cursor``) and ask
   :func:`in_flight_before` whether a skipped id can still appear; the
   server knows every open transaction, so the answer is exact.
 * MySQL and MariaDB, Galera clusters included: a row's id is the last

@@ -5,8 +5,9 @@
 catches up with the trees the change feed says changed (on PostgreSQL its
 statements go to the server together, see ``direct.together``).  :func:`usage`
 reads what is allocated, once, when a process loads everything; afterwards
-usage moves by the feed's deltas.  The results are plain data; the world
-model (``allotment.world``) turns them into the engine's snapshot.
+usage moves by the feed's deltas.  The results are plain data
+(:class:`LoadedProvider` tuples by provider id); the world model
+(``allotment.world``) turns them into the engine's snapshot.
 """
 
 from __future__ import annotations
