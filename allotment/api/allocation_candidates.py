@@ -44,8 +44,8 @@ def _encoded_request(cand: Candidate | Packed, want: tuple[int, int],
                      encoded: dict) -> dict | orjson.Fragment:
     """The allocation request of ``cand``; encoded once for a candidate the
     engine hands out again (a host that did not change since the last such
-    request), and kept in ``encoded`` (a section of the world's cache) for
-    as long as the engine keeps it.  A packed tree (asked for from 1.34
+    request), and kept in ``encoded`` (the section of the world's cache for
+    this shape of request) for as long as the engine keeps it.  A packed tree (asked for from 1.34
     only, whose rendering it holds) is all of its tree's allocation
     requests, joined by commas: as one element of the list they come out as
     its elements."""
@@ -55,12 +55,11 @@ def _encoded_request(cand: Candidate | Packed, want: tuple[int, int],
         return _allocation_request(cand, want)
     # By the object itself: the entry holds it, so its id is not reused
     # while the entry is there.
-    key = (id(cand), want >= _DICT_REQUESTS, want >= _MAPPINGS)
-    kept = encoded.get(key)
+    kept = encoded.get(id(cand))
     if kept is not None and kept[0] is cand:
         return kept[1]
     fragment = rendering.fragment(_allocation_request(cand, want))
-    encoded[key] = (cand, fragment)
+    encoded[id(cand)] = (cand, fragment)
     return fragment
 
 
@@ -156,7 +155,9 @@ class AllocationCandidates(Resource):
             explain_limit=explain_limit, packed=want >= _MAPPINGS)
         telemetry.metrics().candidates.observe(
             sum(c.count if isinstance(c, Packed) else 1 for c in found.candidates))
-        encoded = found.cache.section("encoded-request") if found.cache is not None else {}
+        # One section per shape of allocation request.
+        encoded = ({} if found.cache is None else found.cache.section(
+            ("encoded-request", want >= _DICT_REQUESTS, want >= _MAPPINGS)))
         body = {
             "allocation_requests": [_encoded_request(c, want, encoded)
                                     for c in found.candidates],
