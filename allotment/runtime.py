@@ -1,4 +1,4 @@
-"""What a running service holds: its configuration and its database."""
+"""What a running service holds: its configuration, its database and its world."""
 
 from __future__ import annotations
 
@@ -8,12 +8,15 @@ from typing import Any
 from oslo_config import cfg
 
 from allotment.storage.db import Database
+from allotment.world.sync import Replica
 
 
 @dataclass
 class Runtime:
     conf: cfg.ConfigOpts
     db: Database
+    # This process's copy of the provider world, kept current from db's feed.
+    replica: Replica | None = None
     # The routed application itself, for views that read through the API
     # (set once the application is built).
     app: Any = None

@@ -37,7 +37,8 @@ from allotment.service.consumers import ConsumerRequest
 from allotment.storage import feed, provider_traits, tables
 from allotment.storage import resource_providers as providers
 from allotment.storage import traits as trait_store
-from allotment.storage.db import Database, create_engine, normalise_url, utcnow
+from allotment.storage.clock import utcnow
+from allotment.storage.db import Database, create_engine, normalise_url
 
 _NS = uuid.UUID("6f0e3c52-9d43-4a51-8d0c-6a3b8f1d2e11")
 PROJECT, USER = "bench-project", "bench-user"

@@ -40,24 +40,27 @@ def _allocation_request(cand: Candidate, want: tuple[int, int]) -> dict:
     return body
 
 
-def _encoded_request(cand: Candidate | Packed,
-                     want: tuple[int, int]) -> dict | orjson.Fragment:
+def _encoded_request(cand: Candidate | Packed, want: tuple[int, int],
+                     encoded: dict) -> dict | orjson.Fragment:
     """The allocation request of ``cand``; encoded once for a candidate the
     engine hands out again (a host that did not change since the last such
-    request), kept with it.  A packed tree (asked for from 1.34 only, whose
-    rendering it holds) is all of its tree's allocation requests, joined by
-    commas: as one element of the list they come out as its elements."""
+    request), and kept in ``encoded`` (the section of the world's cache for
+    this shape of request) for as long as the engine keeps it.  A packed tree (asked for from 1.34
+    only, whose rendering it holds) is all of its tree's allocation
+    requests, joined by commas: as one element of the list they come out as
+    its elements."""
     if type(cand) is Packed:
         return orjson.Fragment(cand.encoded())
-    kept = cand.rendered
-    if kept is None:
+    if not cand.reused:
         return _allocation_request(cand, want)
-    shape = (want >= _DICT_REQUESTS, want >= _MAPPINGS)
-    if kept and kept[0] == shape:
+    # By the object itself: the entry holds it, so its id is not reused
+    # while the entry is there.
+    kept = encoded.get(id(cand))
+    if kept is not None and kept[0] is cand:
         return kept[1]
-    encoded = rendering.fragment(_allocation_request(cand, want))
-    cand.rendered = (shape, encoded)
-    return encoded
+    fragment = rendering.fragment(_allocation_request(cand, want))
+    encoded[id(cand)] = (cand, fragment)
+    return fragment
 
 
 def _summary_body(s: service.ProviderSummary, requested: frozenset[str] | None,
@@ -74,56 +77,49 @@ def _summary_body(s: service.ProviderSummary, requested: frozenset[str] | None,
     return body
 
 
-# Encoded summaries by (provider, what the microversion shows), with the
-# summary revision they were made at: a provider's summary is the same from
-# one request to the next until it changes, and most of a big answer is
-# summaries.  Keyed by provider, not by revision, so that a new revision
-# replaces the old one instead of piling up beside it (every claim makes one).
-_ENCODED: dict[tuple, tuple[tuple, orjson.Fragment]] = {}
-_ENCODED_MAX = 200_000
-
-
-# Encoded summaries of whole trees, by (the tree's first provider, shape):
-# the tuple of summaries they were made from (the service hands out the
-# same tuple for as long as the tree stays as it is) and what each encodes
-# to.  A big answer from 1.29 is mostly trees unchanged since the last.
-_TREES: dict[tuple, tuple[tuple, dict]] = {}
-
-
 def _summaries(found: service.CandidatesResult,
                request: AllocationCandidatesRequest, want: tuple[int, int]) -> dict:
+    """Encoded summaries by provider.  Each is kept, by (provider, what the
+    microversion shows), with the summary revision it was made at: a
+    provider's summary is the same from one request to the next until it
+    changes, and most of a big answer is summaries.  From 1.29 whole trees'
+    are kept too, with the tuple of summaries they were made from (the
+    service hands out the same tuple for as long as the tree stays as it
+    is): a big answer from 1.29 is mostly trees unchanged since the last."""
     requested = None
     if want < _SUMMARY_ALL_CLASSES:
         requested = frozenset(rc for g in request.groups for rc in g.resources)
     shape = (want >= _SUMMARY_TRAITS, want >= _SUMMARY_TREE, requested)
-    if len(_ENCODED) > _ENCODED_MAX:
-        _ENCODED.clear()
-        _TREES.clear()
+    if found.cache is None:
+        return {s.uuid: _summary_body(s, requested, want) for s in found.summaries}
+    encoded = found.cache.section("encoded-summary")
     if found.by_tree is None:
-        return {s.uuid: _encoded_summary(s, shape, requested, want) for s in found.summaries}
+        return {s.uuid: _encoded_summary(encoded, s, shape, requested, want)
+                for s in found.summaries}
+    trees = found.cache.section("encoded-summary-tree")
     result: dict = {}
     for tree in found.by_tree:
         key = (tree[0].uuid, shape)
-        cached = _TREES.get(key)
+        cached = trees.get(key)
         if cached is None or cached[0] is not tree:
-            cached = _TREES[key] = (tree, {
-                s.uuid: _encoded_summary(s, shape, requested, want) for s in tree})
+            cached = trees[key] = (tree, {
+                s.uuid: _encoded_summary(encoded, s, shape, requested, want) for s in tree})
         result.update(cached[1])
     return result
 
 
-def _encoded_summary(s: service.ProviderSummary, shape: tuple,
+def _encoded_summary(encoded: dict, s: service.ProviderSummary, shape: tuple,
                      requested: frozenset[str] | None,
                      want: tuple[int, int]) -> dict | orjson.Fragment:
     if not s.revision:
         return _summary_body(s, requested, want)
     key = (s.uuid, shape)
-    cached = _ENCODED.get(key)
+    cached = encoded.get(key)
     if cached is not None and cached[0] == s.revision:
         return cached[1]
-    encoded = rendering.fragment(_summary_body(s, requested, want))
-    _ENCODED[key] = (s.revision, encoded)
-    return encoded
+    fragment = rendering.fragment(_summary_body(s, requested, want))
+    encoded[key] = (s.revision, fragment)
+    return fragment
 
 
 @functools.lru_cache(maxsize=1024)
@@ -152,19 +148,23 @@ class AllocationCandidates(Resource):
             wanted = request = _parse(query.frozen_pairs(req), want)
         placement = self.conf.placement
         found = service.find(
-            self.db, wanted,
+            self.replica, wanted,
             max_candidates=placement.max_allocation_candidates,
             strategy=placement.allocation_candidates_generation_strategy,
             randomize=placement.randomize_allocation_candidates,
             explain_limit=explain_limit, packed=want >= _MAPPINGS)
         telemetry.metrics().candidates.observe(
             sum(c.count if isinstance(c, Packed) else 1 for c in found.candidates))
+        # One section per shape of allocation request.
+        encoded = ({} if found.cache is None else found.cache.section(
+            ("encoded-request", want >= _DICT_REQUESTS, want >= _MAPPINGS)))
         body = {
-            "allocation_requests": [_encoded_request(c, want) for c in found.candidates],
+            "allocation_requests": [_encoded_request(c, want, encoded)
+                                    for c in found.candidates],
             "provider_summaries": _summaries(found, request, want),
         }
         if found.explanation is not None:
             body["explanation"] = found.explanation.as_dict()
         if headroom:
-            body["headroom"] = headroom_service.compute(self.db, wanted).as_dict()
+            body["headroom"] = headroom_service.compute(self.replica, wanted).as_dict()
         rendering.send_json(req, resp, body)

@@ -30,8 +30,7 @@ def create_app(conf: cfg.ConfigOpts, *, db: Database | None = None):
     """
     db = db or Database.from_conf(conf)
     setup.prepare_database(db, conf)
-    setup.load_world(db)
-    runtime = Runtime(conf=conf, db=db)
+    runtime = Runtime(conf=conf, db=db, replica=setup.load_world(db))
     policy = Policy(conf)
 
     app = falcon.App(
@@ -67,6 +66,7 @@ def create_app(conf: cfg.ConfigOpts, *, db: Database | None = None):
         metrics.Endpoints(middleware.CollectorPause(wsgi), app, conf))
     # The routed application, for whoever needs to list what is served.
     outer.falcon_app = app
+    outer.runtime = runtime
     return outer
 
 

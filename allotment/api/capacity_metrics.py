@@ -27,7 +27,7 @@ from allotment.api.candidates_query import parse_allocation_candidates_query
 from allotment.engine.request import AllocationCandidatesRequest
 from allotment.service import headroom
 from allotment.service.placement_metrics import escape
-from allotment.storage.db import Database
+from allotment.world.sync import Replica
 
 LOG = logging.getLogger(__name__)
 VERSION = (1, 39)
@@ -54,12 +54,12 @@ def _family(name: str, help_text: str, lines: list[str]) -> str:
     return f"# HELP {name} {help_text}\n# TYPE {name} gauge\n" + "".join(lines)
 
 
-def text(db: Database, conf: cfg.ConfigOpts,
+def text(replica: Replica, conf: cfg.ConfigOpts,
          flavors: dict[str, AllocationCandidatesRequest]) -> str:
     if not flavors:
         return ""
     private = set(conf.allotment.capacity_private_flavors)
-    results = headroom.compute_many(db, flavors)
+    results = headroom.compute_many(replica, flavors)
     totals, hosts, aggregates = [], [], []
     largest: dict[str, int] = {}
     for name, room in results.items():

@@ -43,12 +43,12 @@ class Metrics(Resource):
                 raise errors.NotFound("")
             authorize(req, policies.METRICS)
         scraped = placement_metrics.scrape(
-            self.db, consumer_allocations=self.conf.allotment.metrics_consumer_allocations)
+            self.replica, consumer_allocations=self.conf.allotment.metrics_consumer_allocations)
         text = scraped.text
         if self._flavors is None:
             self._flavors = capacity_metrics.parse_flavors(
                 self.conf.allotment.capacity_flavors)
-        text += capacity_metrics.text(self.db, self.conf, self._flavors)
+        text += capacity_metrics.text(self.replica, self.conf, self._flavors)
         interval = self.conf.allotment.audit_metrics_interval
         if interval:
             text += audit.metrics_text(audit.CACHE.get(self.db, interval))

@@ -14,7 +14,7 @@ class ProviderUsages(Resource):
     def on_get(self, req: falcon.Request, resp: falcon.Response, uuid: str) -> None:
         authorize(req, "placement:resource_providers:usages")
         try:
-            generation, usages = service.get_usages(self.db, uuid)
+            generation, usages = service.get_usages(self.replica, uuid)
         except service.ProviderNotFound as exc:
             raise errors.NotFound(f"{exc.detail}: {exc.detail}") from None
         # Usage is a question about now: upstream stamps it with the time.

@@ -25,6 +25,11 @@ class Resource:
     def db(self):
         return self.runtime.db
 
+    @property
+    def replica(self):
+        """The process's provider world (see allotment.world.sync)."""
+        return self.runtime.replica
+
     def allowed_methods(self) -> list[str]:
         return [m for m in _METHODS if hasattr(self, f"on_{m.lower()}")]
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import falcon
 import jsonschema
-import orjson
 
 from allotment import errors
 from allotment.api import body, candidates_extensions, filters, query, rendering
@@ -84,28 +83,6 @@ def stamp(row):
     return row.updated_at or row.created_at
 
 
-# Encoded provider bodies by (view revision, what the microversion shows,
-# script name): big listings are mostly the same providers as last time.
-_ENCODED: dict[tuple, orjson.Fragment] = {}
-_ENCODED_MAX = 200_000
-
-
-def encoded_provider_bodies(req: falcon.Request, views: list) -> list:
-    ver = version(req)
-    shape = (ver >= (1, 1), ver >= (1, 6), ver >= (1, 11), ver >= (1, 14),
-             req.env.get("SCRIPT_NAME", ""))
-    if len(_ENCODED) > _ENCODED_MAX:
-        _ENCODED.clear()
-    out = []
-    for view in views:
-        key = (view.revision, shape)
-        encoded = _ENCODED.get(key)
-        if encoded is None:
-            encoded = _ENCODED[key] = rendering.fragment(provider_body(req, view))
-        out.append(encoded)
-    return out
-
-
 # -- query parsing ---------------------------------------------------------
 
 def _bad_query(exc: jsonschema.ValidationError) -> errors.BadRequest:
@@ -179,10 +156,16 @@ class ResourceProviders(Resource):
         if candidates_extensions.requested(req.get_header(candidates_extensions.HEADER)):
             self._detailed(req, resp)
             return
-        rows = service.list_providers(self.db, list_filters(req))
-        rendering.send_json(
-            req, resp, {"resource_providers": encoded_provider_bodies(req, rows)},
-            last_modified=rendering.latest(*(stamp(r) for r in rows)))
+        ver = version(req)
+        shape = (ver >= (1, 1), ver >= (1, 6), ver >= (1, 11), ver >= (1, 14),
+                 req.env.get("SCRIPT_NAME", ""))
+
+        def made(view) -> tuple:
+            return rendering.fragment(provider_body(req, view)), stamp(view)
+
+        found = provider_listing.list_made(self.replica, list_filters(req), shape, made)
+        rendering.send_json(req, resp, {"resource_providers": [f for f, _ in found]},
+                            last_modified=rendering.latest(*(when for _, when in found)))
 
     def _detailed(self, req: falcon.Request, resp: falcon.Response) -> None:
         """The listing extension (docs/extensions.md): each provider also
@@ -206,7 +189,7 @@ class ResourceProviders(Resource):
                         traits=detail.traits, aggregates=detail.aggregates)
             return rendering.fragment(data), stamp(view)
 
-        found = provider_listing.list_with_details(self.db, list_filters(req), wide, made)
+        found = provider_listing.list_with_details(self.replica, list_filters(req), wide, made)
         rendering.send_json(req, resp, {"resource_providers": [f for f, _ in found]},
                             last_modified=rendering.latest(*(when for _, when in found)))
 
@@ -227,7 +210,7 @@ class ResourceProviders(Resource):
 class ResourceProvider(Resource):
     def on_get(self, req: falcon.Request, resp: falcon.Response, uuid: str) -> None:
         authorize(req, "placement:resource_providers:show")
-        row = service.show_provider(self.db, uuid)
+        row = service.show_provider(self.replica, uuid)
         rendering.send_json(req, resp, provider_body(req, row), last_modified=stamp(row))
 
     def on_put(self, req: falcon.Request, resp: falcon.Response, uuid: str) -> None:

@@ -158,7 +158,7 @@ def _recorded(plan: Plan, r: int, search: Callable[[], Iterator[tuple]], answers
             else:
                 taken.append(item)
                 if item[0] is READY:
-                    item[1].rendered = ()  # kept: renderers may keep their work
+                    item[1].reused = True  # kept: renderers may keep their work
                 # Counted against the budget as it doubles (a prefix left
                 # behind is counted at least half), not item by item.
                 if n & (n + 1) == 0 and not answers.keep(r, stamp, taken, n + 1):

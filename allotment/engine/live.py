@@ -26,38 +26,17 @@ serialise changes against searches (see ``allotment.world``).
 
 from __future__ import annotations
 
-import threading
 from bisect import bisect_left
 from collections.abc import Hashable, Iterable, Mapping
 
-from allotment.engine import kept
+from allotment.engine import kept, revisions
 from allotment.engine.inventory_maps import InventoryMaps, limits_of
 from allotment.engine.snapshot import SHARES_TRAIT, ProviderRecord, Snapshot
 
 _NO_AGGS: frozenset[str] = frozenset()
 
 
-class _Revisions:
-    """Revision numbers unique across every live snapshot of the process.
-
-    Callers keep what they derive from a provider under its revision, in
-    caches that outlive any one snapshot: a number must never mean two
-    states, not even after a snapshot is rebuilt from scratch.
-    """
-
-    def __init__(self) -> None:
-        self._next = 1
-        self._lock = threading.Lock()
-
-    def take(self, count: int = 1) -> int:
-        """The first of ``count`` fresh numbers."""
-        with self._lock:
-            first = self._next
-            self._next += count
-            return first
-
-
-_REVISIONS = _Revisions()
+_REVISIONS = revisions.Revisions()
 
 
 class LiveSnapshot(Snapshot):
@@ -248,14 +227,41 @@ class LiveSnapshot(Snapshot):
         providers that disappear, whose usage is forgotten.
         """
         records = list(records)
-        index, uuids = self.index, self.uuids
+        incoming = {rec.uuid for rec in records}
+        old_roots, old_members, replaced = self._trees_touched(roots, incoming)
+        # Aggregates whose members or whose members' roots may change:
+        # the sharing providers in them must be re-anchored.
+        touched_aggs: set[str] = set()
+        sharing_before = {i for i in old_members if self.is_sharing[i]}
+        for i in old_members:
+            touched_aggs |= self.aggregates[i]
+        self._detach(old_roots, old_members, replaced, incoming)
+        placed = self._place(records)
+        for i in placed:
+            touched_aggs |= self.aggregates[i]
+        # Trees that lost a moved provider but were not replaced keep the rest.
+        placed_set = set(placed)
+        nodes = [i for i in old_members
+                 if self.uuids[i] is not None and i not in placed_set] + placed
+        self._regraft(nodes, records, placed)
+        self._index_trees(nodes)
+        self._reanchor(touched_aggs,
+                       sharing_before | {i for i in placed if self.is_sharing[i]})
+        self._lazy.children = None
+        self._lazy.trees = None
+        self._records = None
+
+    def _trees_touched(self, roots: Iterable[str], incoming: set[str]
+                       ) -> tuple[set[int], list[int], set[int]]:
+        """The roots of the trees named or holding an incoming provider,
+        every member of those trees, and the members of the named ones."""
+        index = self.index
         named: set[int] = set()
         for uuid in roots:
             i = index.get(uuid)
             if i is not None:
                 named.add(self.root[i])
         old_roots = set(named)
-        incoming = {rec.uuid for rec in records}
         for uuid in incoming:
             i = index.get(uuid)
             if i is not None:
@@ -267,14 +273,12 @@ class LiveSnapshot(Snapshot):
             old_members.extend(members)
             if r in named:
                 replaced.update(members)
-        # Aggregates whose members or whose members' roots may change:
-        # the sharing providers in them must be re-anchored.
-        touched_aggs: set[str] = set()
-        sharing_before = {i for i in old_members if self.is_sharing[i]}
-        for i in old_members:
-            touched_aggs |= self.aggregates[i]
+        return old_roots, old_members, replaced
 
-        # Drop what disappears, detach everything else from the old trees.
+    def _detach(self, old_roots: set[int], old_members: list[int], replaced: set[int],
+                incoming: set[str]) -> None:
+        """Drop what disappears, detach everything else from the old trees."""
+        uuids = self.uuids
         for r in old_roots:
             k = bisect_left(self._root_keys, uuids[r])
             if k < len(self.roots) and self.roots[k] == r:
@@ -289,15 +293,16 @@ class LiveSnapshot(Snapshot):
                 self._set_aggregates(i, _NO_AGGS)
                 self._drop(i)
 
-        # Place the records.
+    def _place(self, records: list[ProviderRecord]) -> list[int]:
+        """Fill the records into their providers' positions (new ones take
+        one) and link each to its parent; returns the positions."""
         placed: list[int] = []
         for rec in records:
-            i = index.get(rec.uuid)
+            i = self.index.get(rec.uuid)
             if i is None:
                 i = self._allocate(rec.uuid)
             placed.append(i)
             self._fill(i, rec)
-            touched_aggs |= self.aggregates[i]
         lookup = {rec.uuid: i for rec, i in zip(records, placed, strict=True)}
         for rec, i in zip(records, placed, strict=True):
             if rec.parent_uuid is None:
@@ -308,10 +313,13 @@ class LiveSnapshot(Snapshot):
                     raise ValueError(
                         f"provider {rec.uuid} has unknown parent {rec.parent_uuid}")
                 self.parent[i] = p
-        # Trees that lost a moved provider but were not replaced keep the rest.
-        placed_set = set(placed)
-        kept = [i for i in old_members if uuids[i] is not None and i not in placed_set]
-        nodes = kept + placed
+        return placed
+
+    def _regraft(self, nodes: list[int], records: list[ProviderRecord],
+                 placed: list[int]) -> None:
+        """Roots and depths of ``nodes`` (whole trees) from their parents;
+        a record's root, when it names one, must be the one found."""
+        uuids = self.uuids
         for i in nodes:
             self._touch(i)
             if self.parent[i] != -1:
@@ -322,6 +330,12 @@ class LiveSnapshot(Snapshot):
                 raise ValueError(
                     f"provider {rec.uuid} claims root {rec.root_uuid} but its "
                     f"parent chain ends at {uuids[self.root[i]]}")
+        self.has_nested = bool(self._parents)
+
+    def _index_trees(self, nodes: list[int]) -> None:
+        """The member lists of the trees ``nodes`` make, and their roots
+        among the roots (both in UUID order)."""
+        uuids = self.uuids
         by_root: dict[int, list[int]] = {}
         for i in nodes:
             by_root.setdefault(self.root[i], []).append(i)
@@ -337,12 +351,6 @@ class LiveSnapshot(Snapshot):
                 self.roots.insert(k, r)
                 self._root_keys.insert(k, uuids[r])
                 self._count_root(r, 1)
-        self.has_nested = bool(self._parents)
-        self._reanchor(touched_aggs,
-                       sharing_before | {i for i in placed if self.is_sharing[i]})
-        self._lazy.children = None
-        self._lazy.trees = None
-        self._records = None
 
     # -- internals ----------------------------------------------------------
 

@@ -10,14 +10,9 @@ import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from allotment.engine.records import fits
 from allotment.engine.request import AllocationCandidatesRequest, RequestGroup
-from allotment.engine.snapshot import (
-    CAPACITY,
-    MAX_UNIT,
-    MIN_UNIT,
-    STEP_SIZE,
-    Snapshot,
-)
+from allotment.engine.snapshot import Snapshot
 
 NO_USAGE: Mapping[str, int] = {}
 
@@ -45,17 +40,11 @@ class Candidate:
     allocations: Mapping[str, Mapping[str, int]]
     mappings: Mapping[str, list[str]]
     anchor: str
-    # Where renderers may keep what they make of a candidate the engine
-    # hands out again in later answers (see unsuffixed.lonely_search): ()
-    # until they do; None for a candidate made for one answer.
-    rendered: tuple | None = field(default=None, compare=False)
-
-
-def fits(limits: tuple, used: int, amount: int) -> bool:
-    """Whether a single request of ``amount`` may be placed on an inventory."""
-    return (limits[MIN_UNIT] <= amount <= limits[MAX_UNIT]
-            and amount % limits[STEP_SIZE] == 0
-            and used + amount <= limits[CAPACITY])
+    # Whether this very object is handed out again in later answers while
+    # its tree stays as it is (engine.kept, unsuffixed.lonely_search):
+    # renderers may keep what they make of it (world.cache), not of a
+    # candidate made for one answer.
+    reused: bool = field(default=False, compare=False)
 
 
 # ---------------------------------------------------------------------------

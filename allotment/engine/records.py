@@ -20,6 +20,16 @@ MAX_UNIT_DEFAULT = 2147483647
 CAPACITY, MIN_UNIT, MAX_UNIT, STEP_SIZE, TOTAL, RESERVED, RATIO = range(7)
 
 
+def fits(limits: tuple, used: int, amount: int) -> bool:
+    """Whether a single request of ``amount`` may be placed on an inventory
+    with these limits (see CAPACITY ...) of which ``used`` is allocated: the
+    rule every search, filter and listing applies.  (The engine's hottest
+    loops spell it out in place, saying so.)"""
+    return (limits[MIN_UNIT] <= amount <= limits[MAX_UNIT]
+            and amount % limits[STEP_SIZE] == 0
+            and used + amount <= limits[CAPACITY])
+
+
 @dataclass(frozen=True, slots=True)
 class Inventory:
     """One resource class on one provider, including what is already used."""
@@ -42,11 +52,8 @@ class Inventory:
 
     def fits(self, amount: int) -> bool:
         """Whether a single request of ``amount`` may be placed here."""
-        return (
-            self.min_unit <= amount <= self.max_unit
-            and amount % self.step_size == 0
-            and self.used + amount <= self.capacity
-        )
+        return fits((self.capacity, self.min_unit, self.max_unit, self.step_size),
+                    self.used, amount)
 
 
 @dataclass(frozen=True, slots=True)

@@ -63,6 +63,7 @@ from allotment.engine.records import (
     TOTAL,
     Inventory,
     ProviderRecord,
+    fits,
 )
 
 # The records and limits the snapshot is built from (re-exported: most
@@ -337,6 +338,17 @@ class Snapshot:
         if rc not in self.inventory[self.index[uuid]]:
             return 0
         return self.used.get(uuid, _NO_USAGE).get(rc, 0)
+
+    def has_room(self, i: int, wanted: Iterable[tuple[str, int]]) -> bool:
+        """Whether provider ``i`` has inventory of every class ``wanted``
+        (``(class, amount)`` pairs) that a single request of the amount fits."""
+        inventory = self.inventory[i]
+        usage = self.used.get(self.uuids[i], _NO_USAGE)
+        for rc, amount in wanted:
+            lim = inventory.get(rc)
+            if lim is None or not fits(lim, usage.get(rc, 0), amount):
+                return False
+        return True
 
     def resources_of(self, uuid: str) -> dict[str, tuple[int, int]]:
         """``{resource class: (capacity, used)}`` of one provider."""

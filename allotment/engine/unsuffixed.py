@@ -15,7 +15,8 @@ import random
 from collections.abc import Callable, Iterator
 
 from allotment.engine import kept
-from allotment.engine.plan import NO_USAGE, READY, Candidate, Group, Plan, fits
+from allotment.engine.plan import NO_USAGE, READY, Candidate, Group, Plan
+from allotment.engine.records import fits
 from allotment.engine.snapshot import CAPACITY, MAX_UNIT, MIN_UNIT, STEP_SIZE
 
 
@@ -160,7 +161,7 @@ def _lonely_search(plan: Plan) -> Callable[[int], Candidate | bool | None]:
             return held[1]
         found = check(r)
         if found:
-            found.rendered = ()
+            found.reused = True
         memo.keep(r, revision, found, 1)
         return found
 

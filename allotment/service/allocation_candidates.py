@@ -21,10 +21,9 @@ from allotment.engine.live import LiveSnapshot
 from allotment.engine.packed import Packed
 from allotment.engine.plan import Group
 from allotment.engine.request import AllocationCandidatesRequest, RequestGroup
-from allotment.engine.snapshot import CAPACITY, MAX_UNIT, MIN_UNIT, STEP_SIZE
-from allotment.storage.db import Database
-from allotment.world import sync as world_sync
+from allotment.world.cache import Cache
 from allotment.world.model import World
+from allotment.world.sync import Replica
 
 
 @dataclass(frozen=True)
@@ -53,6 +52,10 @@ class CandidatesResult:
     # 1.29): each tree's tuple is the same object from one request to the
     # next while the tree's providers stay as they are.
     by_tree: list[tuple[ProviderSummary, ...]] | None = None
+    # Where the renderer keeps what it makes of the summaries and of reused
+    # candidates (the world's cache, see world.cache); None for an answer
+    # with neither.
+    cache: Cache | None = None
 
 
 EMPTY = CandidatesResult([], [])
@@ -96,13 +99,6 @@ def _check_root_traits(snap: LiveSnapshot, request: AllocationCandidatesRequest,
         raise _NoCandidates
 
 
-def _room(snap: LiveSnapshot, p: int, rc: str, amount: int) -> bool:
-    lim = snap.inventory[p][rc]
-    return (lim[MIN_UNIT] <= amount <= lim[MAX_UNIT]
-            and amount % lim[STEP_SIZE] == 0
-            and snap.used.get(snap.uuids[p], {}).get(rc, 0) + amount <= lim[CAPACITY])
-
-
 def _check_group(snap: LiveSnapshot, group: RequestGroup,
                  classes: set[str], traits: set[str],
                  can_split: frozenset[str] = frozenset()) -> None:
@@ -135,7 +131,8 @@ def _check_group(snap: LiveSnapshot, group: RequestGroup,
             holders: Iterable[int] = snap.by_rc.get(rc, ())
         else:
             holders = snap.members_with(tree_root, rc)
-        if not any(_room(snap, p, rc, amount) for p in holders):
+        wanted = ((rc, amount),)
+        if not any(snap.has_room(p, wanted) for p in holders):
             raise _NoCandidates
 
 
@@ -157,7 +154,7 @@ def _alone_matches_nothing(snap: LiveSnapshot, request: AllocationCandidatesRequ
 
 
 def find(
-    db: Database,
+    replica: Replica,
     request: AllocationCandidatesRequest | ExtendedRequest,
     *,
     max_candidates: int = -1,
@@ -181,7 +178,7 @@ def find(
     ext = extensions.extend(request)
     request = ext.base
     classes, traits = _named(request)
-    with world_sync.current(db) as world:
+    with replica.current() as world:
         snap = world.snapshot
         known_classes = classes & world.names.classes
         known_traits = {t for t in traits if t in world.names.trait_rank}
@@ -221,7 +218,7 @@ def find(
         if used is not None and _cut_in_nested_world(snap, request, candidates):
             used = _limited_summary_uuids(snap, ext, used, max_candidates, strategy)
         summaries, by_tree = _summaries(world, used, trees)
-        return CandidatesResult(candidates, summaries, explanation, by_tree)
+        return CandidatesResult(candidates, summaries, explanation, by_tree, world.cache)
 
 
 def _cut_in_nested_world(snap: LiveSnapshot, request: AllocationCandidatesRequest,

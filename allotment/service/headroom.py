@@ -8,8 +8,7 @@ from dataclasses import dataclass
 from allotment.engine import headroom as engine
 from allotment.engine.extensions import ExtendedRequest
 from allotment.engine.request import AllocationCandidatesRequest
-from allotment.storage.db import Database
-from allotment.world import sync as world_sync
+from allotment.world.sync import Replica
 
 
 @dataclass(frozen=True)
@@ -34,9 +33,9 @@ class Headroom:
                 "largest": dict(sorted(self.largest.items()))}
 
 
-def compute(db: Database, request: AllocationCandidatesRequest | ExtendedRequest,
+def compute(replica: Replica, request: AllocationCandidatesRequest | ExtendedRequest,
             ) -> Headroom:
-    with world_sync.current(db) as world:
+    with replica.current() as world:
         return of_world(world, request)
 
 
@@ -55,9 +54,9 @@ def of_world(world, request: AllocationCandidatesRequest | ExtendedRequest,
     return Headroom(found.total, hosts, found.per_aggregate, found.largest)
 
 
-def compute_many(db: Database, requests: dict[str, AllocationCandidatesRequest],
+def compute_many(replica: Replica, requests: dict[str, AllocationCandidatesRequest],
                  ) -> dict[str, Headroom]:
     """Several named requests (flavors) against one state of the world."""
-    with world_sync.current(db) as world:
+    with replica.current() as world:
         largest = engine.largest(world.snapshot)
         return {name: of_world(world, req, largest) for name, req in requests.items()}

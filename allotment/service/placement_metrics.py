@@ -11,14 +11,12 @@ a large cloud mostly joins text already made.
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from allotment.engine.snapshot import RATIO, RESERVED, TOTAL
-from allotment.storage import exports
-from allotment.storage.db import Database
-from allotment.world import sync as world_sync
+from allotment.storage import clock, exports
+from allotment.world.sync import Replica
 
 # (name, help) in the order families are written; the per-provider families
 # follow the order of a provider's kept lines.
@@ -81,17 +79,16 @@ def _provider_lines(name: str, inventory, generation: int,
             "".join(gen))
 
 
-def scrape(db: Database, *, consumer_allocations: bool = False) -> Scrape:
+def scrape(replica: Replica, *, consumer_allocations: bool = False) -> Scrape:
     """The provider families of one scrape, with the feed's lag as this
     process found it before catching up."""
-    replica = world_sync.replica(db)
+    db = replica.db
     with replica.lock:
         with db.autocommit() as conn:
             rows, oldest = exports.feed_behind(conn, replica.head)
         seconds = 0.0
         if rows and oldest is not None:
-            now = datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
-            seconds = max(0.0, (now - oldest.replace(tzinfo=None)).total_seconds())
+            seconds = max(0.0, (clock.utcnow() - oldest.replace(tzinfo=None)).total_seconds())
         with replica.current() as world:
             snap = world.snapshot
             memo = world.memo(_MEMO)

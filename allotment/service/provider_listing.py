@@ -16,18 +16,9 @@ from typing import TypeVar
 
 from allotment import errors
 from allotment.engine.live import LiveSnapshot
-from allotment.engine.snapshot import (
-    CAPACITY,
-    MAX_UNIT,
-    MIN_UNIT,
-    RATIO,
-    RESERVED,
-    STEP_SIZE,
-    TOTAL,
-)
-from allotment.storage.db import Database
-from allotment.world import sync as world_sync
+from allotment.engine.snapshot import MAX_UNIT, MIN_UNIT, RATIO, RESERVED, STEP_SIZE, TOTAL
 from allotment.world.model import World
+from allotment.world.sync import Replica
 
 T = TypeVar("T")
 
@@ -85,28 +76,16 @@ def _view(world: World, snap: LiveSnapshot, uuid: str,
     return view
 
 
-def _has_room(snap: LiveSnapshot, i: int, wanted: dict[str, int]) -> bool:
-    inventory = snap.inventory[i]
-    usage = snap.used.get(snap.uuids[i], {})
-    for rc, amount in wanted.items():
-        lim = inventory.get(rc)
-        if (lim is None or not lim[MIN_UNIT] <= amount <= lim[MAX_UNIT]
-                or amount % lim[STEP_SIZE]
-                or usage.get(rc, 0) + amount > lim[CAPACITY]):
-            return False
-    return True
-
-
 def _anyone_has(sets_of, any_ofs, among: Iterable[int]) -> bool:
     """Whether a provider among ``among`` has one of each of ``any_ofs``."""
     return any(all(not any_of.isdisjoint(sets_of[i]) for any_of in any_ofs) for i in among)
 
 
-def show(db: Database, uuid: str) -> ProviderView | None:
+def show(replica: Replica, uuid: str) -> ProviderView | None:
     """One provider as the world has it, or None if the world has no such
     UUID (the caller asks the tables then: a database may match a UUID
     written differently, as MySQL's case-insensitive collations do)."""
-    with world_sync.current(db) as world:
+    with replica.current() as world:
         refuse_damaged(world, uuid)
         snap = world.snapshot
         if uuid not in snap.index:
@@ -114,7 +93,7 @@ def show(db: Database, uuid: str) -> ProviderView | None:
         return _view(world, snap, uuid, world.memo("provider_view"))
 
 
-def list_providers(db: Database, filters) -> list[ProviderView]:
+def list_providers(replica: Replica, filters) -> list[ProviderView]:
     """Providers matching every filter, in the order they were created.
 
     ``filters`` is a ``service.resource_providers.ProviderFilters``.  Checks
@@ -122,10 +101,35 @@ def list_providers(db: Database, filters) -> list[ProviderView]:
     (an unknown in_tree provider) answers an empty list before later filters
     are examined.
     """
-    with world_sync.current(db) as world:
+    with replica.current() as world:
         refuse_damaged(world, filters.in_tree)
         memo = world.memo("provider_view")
         return [_view(world, world.snapshot, u, memo) for u in _matching(world, filters)]
+
+
+def list_made(replica: Replica, filters, shape: Hashable,
+              made: Callable[[ProviderView], T]) -> list[T]:
+    """:func:`list_providers`, each provider as ``made(view)`` makes it
+    (its body as the API renders it, say).
+
+    What ``made`` returns is kept in the world's cache with the provider's
+    revision and ``shape`` (whatever else it depends on, e.g. the
+    microversion) and handed out again while neither changes: big listings
+    are mostly the same providers as last time.
+    """
+    with replica.current() as world:
+        refuse_damaged(world, filters.in_tree)
+        snap = world.snapshot
+        views = world.memo("provider_view")
+        kept = world.memo(("provider_made", shape))
+        out = []
+        for uuid in _matching(world, filters):
+            view = _view(world, snap, uuid, views)
+            found = kept.get(uuid)
+            if found is None or found[0] != view.revision:
+                found = kept[uuid] = (view.revision, made(view))
+            out.append(found[1])
+        return out
 
 
 @dataclass(frozen=True)
@@ -139,7 +143,7 @@ class ProviderDetail:
     aggregates: list[str]
 
 
-def list_with_details(db: Database, filters, shape: Hashable,
+def list_with_details(replica: Replica, filters, shape: Hashable,
                       made: Callable[[ProviderView, ProviderDetail], T]) -> list[T]:
     """:func:`list_providers`, each provider with its details, all read
     from one state of the world, as ``made(view, detail)`` makes them.
@@ -149,7 +153,7 @@ def list_with_details(db: Database, filters, shape: Hashable,
     handed out again while neither changes: a large listing asked again is
     mostly what was made before.
     """
-    with world_sync.current(db) as world:
+    with replica.current() as world:
         refuse_damaged(world, filters.in_tree)
         snap = world.snapshot
         views = world.memo("provider_view")
@@ -234,6 +238,7 @@ def _matching(world: World, filters) -> list[str]:
 
     traits, aggregates = snap.traits, snap.aggregates
     uuids = snap.uuids
+    wanted = tuple(filters.resources.items())
     if not (filters.required_traits or filters.forbidden_traits or filters.member_of
             or filters.forbidden_aggregates or filters.resources):
         found = [uuids[i] for i in chosen]
@@ -251,21 +256,21 @@ def _matching(world: World, filters) -> list[str]:
             continue
         if not filters.forbidden_aggregates.isdisjoint(aggs):
             continue
-        if filters.resources and not _has_room(snap, i, filters.resources):
+        if wanted and not snap.has_room(i, wanted):
             continue
         found.append(uuids[i])
     found.sort(key=world.creation_rank().__getitem__)
     return found
 
 
-def usages(db: Database, uuid: str) -> tuple[int, dict[str, int]] | None:
+def usages(replica: Replica, uuid: str) -> tuple[int, dict[str, int]] | None:
     """(generation, usage of every class it has inventory of), or None.
 
     What GET /resource_providers/{uuid}/usages reports, from the world: the
     usage kept there is the sum of the provider's allocations as of this
     request, as a fresh SUM over the allocations table would be.
     """
-    with world_sync.current(db) as world:
+    with replica.current() as world:
         refuse_damaged(world, uuid)
         snap = world.snapshot
         i = snap.index.get(uuid)

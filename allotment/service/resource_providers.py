@@ -15,6 +15,7 @@ from allotment.storage import retry
 from allotment.storage import traits as trait_store
 from allotment.storage import usages as usage_store
 from allotment.storage.db import Database
+from allotment.world.sync import Replica
 
 # Sentinel: "the request said nothing about the parent".
 UNCHANGED = object()
@@ -47,16 +48,16 @@ def get_provider(db: Database, uuid: str) -> Row:
         return require(conn, uuid)
 
 
-def show_provider(db: Database, uuid: str) -> provider_listing.ProviderView | Row:
+def show_provider(replica: Replica, uuid: str) -> provider_listing.ProviderView | Row:
     """The provider for GET /resource_providers/{uuid}: from the world,
     current as of now, without a query of its own when the world knows it."""
-    found = provider_listing.show(db, uuid)
-    return found if found is not None else get_provider(db, uuid)
+    found = provider_listing.show(replica, uuid)
+    return found if found is not None else get_provider(replica.db, uuid)
 
 
-def get_usages(db: Database, uuid: str) -> tuple[int, dict[str, int]]:
+def get_usages(replica: Replica, uuid: str) -> tuple[int, dict[str, int]]:
     """The provider's generation and its usage of every class it has inventory of."""
-    found = provider_listing.usages(db, uuid)
+    found = provider_listing.usages(replica, uuid)
     if found is None:
         raise ProviderNotFound(uuid)
     return found
@@ -210,9 +211,9 @@ def _trait_ids(conn: Connection, names: list[str]) -> dict[str, int]:
     return known
 
 
-def list_providers(db: Database, filters: ProviderFilters) -> list:
+def list_providers(replica: Replica, filters: ProviderFilters) -> list:
     """Providers matching every filter (see service.provider_listing)."""
-    return provider_listing.list_providers(db, filters)
+    return provider_listing.list_providers(replica, filters)
 
 
 def list_providers_from_database(db: Database, filters: ProviderFilters) -> list[Row]:

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from allotment import errors
 from allotment.storage import migration, resource_classes, traits
 from allotment.storage.db import Database
-from allotment.world import sync as world_sync
+from allotment.world.sync import Replica
 
 LOG = logging.getLogger(__name__)
 
@@ -47,9 +47,12 @@ def prepare_database(db: Database, conf) -> None:
     sync_standards(db)
 
 
-def load_world(db: Database) -> None:
-    """Read the provider world into this process now, not on the first request."""
-    world_sync.replica(db).catch_up()
+def load_world(db: Database) -> Replica:
+    """This process's copy of ``db``'s provider world, read now, not on
+    the first request."""
+    replica = Replica(db)
+    replica.catch_up()
+    return replica
 
 
 def sync_standards(db: Database) -> None:

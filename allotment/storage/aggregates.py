@@ -8,7 +8,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from allotment.storage import direct, links
-from allotment.storage.db import utcnow
+from allotment.storage.clock import utcnow
 from allotment.storage.tables import placement_aggregates, resource_provider_aggregates
 
 AGG = placement_aggregates

@@ -12,7 +12,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Row
 
 from allotment.storage import feed
-from allotment.storage.db import storable_text, utcnow
+from allotment.storage.clock import utcnow
+from allotment.storage.db import storable_text
 from allotment.storage.tables import (
     allocations,
     consumer_types,

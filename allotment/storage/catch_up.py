@@ -15,13 +15,14 @@ from collections.abc import Iterable
 from sqlalchemy.engine import Connection
 
 from allotment.storage import direct, feed
-from allotment.storage import snapshot as store
+from allotment.storage import loader as store
+from allotment.storage.loader import LoadedProvider
 
 
 def read(conn: Connection, after: int, also: Iterable[int],
-         root_ids: Iterable[int]) -> tuple[list[feed.Entry], dict[int, dict]]:
+         root_ids: Iterable[int]) -> tuple[list[feed.Entry], dict[int, LoadedProvider]]:
     """The feed's rows after ``after`` (and those among ``also``), and the
-    trees with the roots ``root_ids`` as :func:`snapshot.load` reads them.
+    trees with the roots ``root_ids`` as :func:`loader.load` reads them.
 
     The trees are the ones the caller expects the rows to name; rows that
     name others (written since the caller last looked) are the caller's to

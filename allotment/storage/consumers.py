@@ -11,7 +11,8 @@ from collections.abc import Iterable
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Row
 
-from allotment.storage.db import storable_text, utcnow
+from allotment.storage.clock import utcnow
+from allotment.storage.db import storable_text
 from allotment.storage.tables import (
     allocations,
     consumer_types,

@@ -39,11 +39,6 @@ def storable_text(value: object) -> bool:
     return isinstance(value, str) and "\x00" not in value
 
 
-def utcnow() -> datetime.datetime:
-    """Naive UTC timestamp, the form stored in every created_at/updated_at."""
-    return datetime.datetime.now(datetime.UTC).replace(tzinfo=None, microsecond=0)
-
-
 def url_from_conf(conf) -> str:
     """The configured database URL, or the embedded SQLite default."""
     url = conf.placement_database.connection

@@ -26,7 +26,7 @@ How ids are taken decides what a reader may conclude from a skipped one:
 * PostgreSQL: ids come from the table's sequence, which hands them out in
   the order rows are *inserted*, not the order transactions *commit*: a
   reader can see row 12 before row 11 commits.  Readers keep track of the
-  ids they skipped (see ``allotment.world``) and ask
+  ids they skipped (see ``allotment.storage.cursor``) and ask
   :func:`in_flight_before` whether a skipped id can still appear; the
   server knows every open transaction, so the answer is exact.
 * MySQL and MariaDB, Galera clusters included: a row's id is the last
@@ -56,6 +56,7 @@ from sqlalchemy.engine import Connection
 
 from allotment import errors
 from allotment.storage import direct
+from allotment.storage.clock import utcnow
 from allotment.storage.tables import placement_changes, placement_feed_state, resource_providers
 
 TABLE = placement_changes
@@ -63,10 +64,6 @@ _STATE = placement_feed_state.c.id == 1
 _NOTES = "allotment.feed_notes"
 # Writers prune old rows every so many ids (see flush).
 PRUNE_EVERY = 512
-
-
-def utcnow() -> datetime.datetime:
-    return datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
 
 
 @dataclass

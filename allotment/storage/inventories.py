@@ -20,7 +20,7 @@ from allotment import errors
 from allotment.storage import direct, feed
 from allotment.storage import names as name_rows
 from allotment.storage import resource_providers as providers
-from allotment.storage.db import utcnow
+from allotment.storage.clock import utcnow
 from allotment.storage.tables import allocations, inventories, resource_classes
 
 LOG = logging.getLogger(__name__)

@@ -8,7 +8,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from allotment.storage import direct, feed
-from allotment.storage.db import utcnow
+from allotment.storage.clock import utcnow
 
 
 class _Statements:

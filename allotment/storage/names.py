@@ -16,7 +16,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine, Row
 
 from allotment.storage import direct
-from allotment.storage.db import storable_text, utcnow
+from allotment.storage.clock import utcnow
+from allotment.storage.db import storable_text
 
 # Standard names are never renamed or deleted (the API refuses both and
 # start-up only adds missing ones), so a standard name's row, once read,

@@ -22,7 +22,7 @@ from sqlalchemy.engine import Connection, Row
 
 from allotment import errors
 from allotment.storage import direct, feed
-from allotment.storage.db import utcnow
+from allotment.storage.clock import utcnow
 from allotment.storage.tables import (
     allocations,
     inventories,

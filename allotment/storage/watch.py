@@ -1,7 +1,7 @@
 """Telling cheaply that nothing was committed since an earlier look.
 
 Every request first brings the process's world up to date from the change
-feed (allotment.world.sync).  When nothing changed, that is a pooled
+feed (allotment.storage.cursor).  When nothing changed, that is a pooled
 connection and an indexed read that finds no row: on SQLite, where the rest
 of a small request takes a fraction of a millisecond, a noticeable share of
 its time.

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import datetime
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from allotment.engine.live import LiveSnapshot
 from allotment.engine.snapshot import Inventory, ProviderRecord
+from allotment.storage.cursor import Changes
+from allotment.storage.loader import LoadedProvider
+from allotment.world.cache import Cache
 
 LOG = logging.getLogger(__name__)
 
@@ -60,13 +63,13 @@ def _inventory(fields: tuple) -> Inventory:
     return inv
 
 
-def records_of(loaded: Mapping[int, dict]) -> list[ProviderRecord]:
-    """Engine records from what ``storage.snapshot.load`` returns (no usage)."""
+def records_of(loaded: Mapping[int, LoadedProvider]) -> list[ProviderRecord]:
+    """Engine records from what ``storage.loader.load`` returns (no usage)."""
     return [ProviderRecord(
-        uuid=p["uuid"], name=p["name"], generation=p["generation"],
-        parent_uuid=p["parent_uuid"], root_uuid=p["root_uuid"],
-        inventories={rc: _inventory(fields) for rc, fields in p["inventories"].items()},
-        traits=frozenset(p["traits"]), aggregates=frozenset(p["aggregates"]))
+        uuid=p.uuid, name=p.name, generation=p.generation,
+        parent_uuid=p.parent_uuid, root_uuid=p.root_uuid,
+        inventories={rc: _inventory(fields) for rc, fields in p.inventories.items()},
+        traits=frozenset(p.traits), aggregates=frozenset(p.aggregates))
         for p in loaded.values()]
 
 
@@ -74,7 +77,8 @@ CYCLE = "its parent links form a cycle"
 NO_ROOT = "its parent links lead to a provider that is missing or damaged"
 
 
-def split_damaged(loaded: Mapping[int, dict]) -> tuple[dict[int, dict], dict[str, str]]:
+def split_damaged(loaded: Mapping[int, LoadedProvider]
+                  ) -> tuple[dict[int, LoadedProvider], dict[str, str]]:
     """``loaded`` without the providers whose parent links do not reach a
     root inside it, and those providers (UUID -> why).
 
@@ -85,7 +89,7 @@ def split_damaged(loaded: Mapping[int, dict]) -> tuple[dict[int, dict], dict[str
     place such providers in a tree; the world keeps them out, and says so,
     instead of failing as a whole.
     """
-    pid_of = {p["uuid"]: pid for pid, p in loaded.items()}
+    pid_of = {p.uuid: pid for pid, p in loaded.items()}
     verdict: dict[str, str | None] = {}  # None: reaches a root
     for start in pid_of:
         chain: list[str] = []
@@ -103,7 +107,7 @@ def split_damaged(loaded: Mapping[int, dict]) -> tuple[dict[int, dict], dict[str
                 why = NO_ROOT
                 break
             chain.append(node)
-            node = loaded[pid_of[node]]["parent_uuid"]
+            node = loaded[pid_of[node]].parent_uuid
         else:
             # Reached a root, or a provider already judged.
             why = None if node is None or verdict[node] is None else NO_ROOT
@@ -114,21 +118,19 @@ def split_damaged(loaded: Mapping[int, dict]) -> tuple[dict[int, dict], dict[str
         return dict(loaded), {}
     LOG.error("Providers left out of the world because their parent links are broken "
               "in the database (repair them, then restart): %s", damaged)
-    return {pid: p for pid, p in loaded.items() if p["uuid"] not in damaged}, damaged
+    return {pid: p for pid, p in loaded.items() if p.uuid not in damaged}, damaged
 
 
 class World:
     """Every provider with its usage, plus the names of classes and traits."""
 
-    def __init__(self, loaded: Mapping[int, dict], usage: Iterable[tuple[int, int, int]],
+    def __init__(self, loaded: Mapping[int, LoadedProvider], usage: Iterable[tuple[int, int, int]],
                  names: Names) -> None:
         self.names = names
         # Changes whenever ``names`` does (trait order in summaries follows it).
         self.names_version = 0
-        # What services derive from providers, per kind and UUID; each entry
-        # records the provider revision it was derived at (see
-        # LiveSnapshot.revision).
-        self._memos: dict[str, dict[str, object]] = {}
+        # What services and renderers make of providers (see world.cache).
+        self.cache = Cache(lambda: len(self.snapshot))
         self.stamps: dict[str, Stamp] = {}
         self.uuid_of_id: dict[int, str] = {}
         # Provider names are unique: name -> UUID.
@@ -143,11 +145,11 @@ class World:
         self.snapshot = LiveSnapshot.build(records_of(loaded))
         self.snapshot.add_usage(self._usage_deltas(usage))
 
-    def _remember(self, loaded: Mapping[int, dict]) -> None:
+    def _remember(self, loaded: Mapping[int, LoadedProvider]) -> None:
         for pid, p in loaded.items():
-            self.uuid_of_id[pid] = p["uuid"]
-            self.by_name[p["name"]] = p["uuid"]
-            self.stamps[p["uuid"]] = Stamp(pid, p["root_id"], p["created_at"], p["updated_at"])
+            self.uuid_of_id[pid] = p.uuid
+            self.by_name[p.name] = p.uuid
+            self.stamps[p.uuid] = Stamp(pid, p.root_id, p.created_at, p.updated_at)
 
     def _usage_deltas(self, deltas: Iterable[tuple[int, int, int]]
                       ) -> Iterable[tuple[str, str, int]]:
@@ -165,18 +167,9 @@ class World:
             self.names = names
             self.names_version += 1
 
-    def memo(self, kind: str) -> dict[str, object]:
-        """A place to keep what is derived from providers, by UUID.
-
-        Emptied when it holds far more entries than there are providers
-        (deleted providers leave theirs behind).
-        """
-        found = self._memos.get(kind)
-        if found is None:
-            found = self._memos[kind] = {}
-        elif len(found) > 2 * len(self.snapshot) + 1024:
-            found.clear()
-        return found
+    def memo(self, kind: Hashable) -> dict:
+        """The section of the world's cache for ``kind`` (see world.cache)."""
+        return self.cache.section(kind)
 
     def creation_rank(self) -> dict[str, int]:
         """UUID -> rank of the provider in creation (id) order."""
@@ -191,11 +184,11 @@ class World:
 
     # -- changes ---------------------------------------------------------------
 
-    def replace_trees(self, root_ids: Iterable[int], loaded: Mapping[int, dict]) -> None:
+    def replace_trees(self, root_ids: Iterable[int], loaded: Mapping[int, LoadedProvider]) -> None:
         """The trees whose roots were ``root_ids`` are now exactly ``loaded``."""
         loaded, damaged = split_damaged(loaded)
         for p in loaded.values():
-            self.damaged.pop(p["uuid"], None)
+            self.damaged.pop(p.uuid, None)
         self.damaged.update(damaged)
         snap = self.snapshot
         old_roots = self.root_uuids(set(root_ids))
@@ -204,18 +197,48 @@ class World:
             i = snap.index.get(uuid)
             if i is not None:
                 before.update(snap.uuids[m] for m in snap.tree_members(snap.root[i]))
-        for uuid in before | {p["uuid"] for p in loaded.values()}:
+        for uuid in before | {p.uuid for p in loaded.values()}:
             i = snap.index.get(uuid)
             if i is not None and self.by_name.get(snap.name_of(i)) == uuid:
                 del self.by_name[snap.name_of(i)]
         snap.replace_trees(old_roots, records_of(loaded))
         self._creation_rank = None
-        kept = {p["uuid"] for p in loaded.values()}
+        kept = {p.uuid for p in loaded.values()}
         for uuid in before - kept:
             stamp = self.stamps.pop(uuid, None)
             if stamp is not None:
                 self.uuid_of_id.pop(stamp.id, None)
         self._remember(loaded)
+
+    def apply(self, changes: Changes) -> bool:
+        """Bring the world up to date with ``changes`` (see storage.cursor).
+
+        False, leaving the world as it was, when that cannot be done in
+        place: a class id now has another name, and inventories and usage
+        are kept by class name.  Then the world is to be read whole.
+        """
+        fresh, trees = changes.fresh, changes.trees
+        if changes.names is not None:
+            names = Names(*changes.names)
+            if names.renames_classes_of(self.names):
+                return False
+            self.set_names(names)
+        if changes.roots:
+            self.replace_trees(changes.roots, trees)
+            if fresh:
+                self.set_usage(fresh, changes.usage)
+        for e in changes.entries:
+            if e.usage:
+                # A fresh provider's usage was read whole: its deltas are in
+                # it, and a note about an id it reuses is not about it.
+                self.add_usage(d for d in e.usage if d[0] not in fresh)
+            if e.generations:
+                # A reloaded provider's generation is already the one of this
+                # snapshot.  Its id may even have belonged to another provider
+                # when the note was written (SQLite reuses the highest id
+                # after a delete), so the note must not touch it.
+                self.touch(g for g in e.generations if g[0] not in trees)
+        return True
 
     def add_usage(self, deltas: Iterable[tuple[int, int, int]]) -> None:
         self.snapshot.add_usage(self._usage_deltas(deltas))

@@ -29,7 +29,6 @@ from oslo_config import fixture as config_fixture
 from allotment.service import setup
 from allotment.storage import db as db_mod
 from allotment.storage import migration
-from allotment.world import sync as world_sync
 
 _TEMPLATE_LOCK = threading.Lock()
 _template: str | None = None
@@ -57,7 +56,6 @@ def template_path() -> str:
                 migration.upgrade(database.engine)
                 setup.sync_standards(database)
             finally:
-                world_sync.forget(database)
                 database.dispose()
             # Fold the write-ahead log into the file, so that a copy of the
             # file alone is the whole database.
@@ -149,5 +147,4 @@ class Database(fixtures.Fixture):
     def _close(self, database: db_mod.Database) -> None:
         if _OPEN.get(self.url) is database:
             del _OPEN[self.url]
-        world_sync.forget(database)
         database.dispose()

@@ -20,7 +20,6 @@ from wsgi_intercept import interceptor
 from allotment import conf as allotment_conf
 from allotment.api.app import create_app
 from allotment.storage import db as db_mod
-from allotment.world import sync as world_sync
 from allotment_nova_fixture import database as database_fixture
 
 
@@ -94,14 +93,10 @@ class PlacementFixture(fixtures.Fixture):
     def _application(self, conf: cfg.ConfigOpts):
         """The application over the test's database: the very Database the
         test's Database fixture opened when there is one, so that every
-        fixture of the test shares one in-memory world."""
+        fixture of the test shares its connections (each application keeps
+        its own world, which goes with it)."""
         database = database_fixture.opened(conf.placement_database.connection)
         if database is None:
             database = db_mod.Database.from_conf(conf)
-            self.addCleanup(self._close, database)
+            self.addCleanup(database.dispose)
         return create_app(conf, db=database)
-
-    @staticmethod
-    def _close(database: db_mod.Database) -> None:
-        world_sync.forget(database)
-        database.dispose()

@@ -32,9 +32,8 @@ def _provider(api, name: str, inventories: dict, parent: str | None = None) -> s
     return rp
 
 
-def test_summaries_follow_usage_and_the_cache_stays_one_per_provider(api):
+def test_summaries_follow_usage_and_the_cache_stays_one_per_provider(app, api):
     rps = [_provider(api, f"cache-{i}", {"VCPU": {"total": 100}}) for i in range(3)]
-    candidates_api._ENCODED.clear()
     for step in range(40):
         rp = rps[step % 3]
         consumer = _claim(api, rp)
@@ -45,7 +44,8 @@ def test_summaries_follow_usage_and_the_cache_stays_one_per_provider(api):
                            version=version).json
             used = api.get(f"/resource_providers/{rp}/usages").json["usages"]["VCPU"]
             assert body["provider_summaries"][rp]["resources"]["VCPU"]["used"] == used
-    assert len(candidates_api._ENCODED) == len(rps) * 2
+    with app.runtime.replica.current() as world:
+        assert len(world.memo("encoded-summary")) == len(rps) * 2
 
 
 def test_whole_trees_are_described_again_only_where_they_changed(api, monkeypatch):
@@ -60,7 +60,7 @@ def test_whole_trees_are_described_again_only_where_they_changed(api, monkeypatc
     encoded = []
     real = candidates_api._encoded_summary
     monkeypatch.setattr(candidates_api, "_encoded_summary",
-                        lambda s, *a: encoded.append(s.uuid) or real(s, *a))
+                        lambda kept, s, *a: encoded.append(s.uuid) or real(kept, s, *a))
     query = "/allocation_candidates?resources=VCPU:1,DISK_GB:1"
 
     def summaries() -> dict:

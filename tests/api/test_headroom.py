@@ -92,17 +92,17 @@ def test_flavor_gauges(database_url, db):
     assert value(found, "allotment_largest_free_amount", resourcetype="VCPU") == 16
 
 
-def test_tree_answers_are_kept_between_requests(api, db):
+def test_tree_answers_are_kept_between_requests(app, api):
     from allotment.api.candidates_query import parse_allocation_candidates_query
     from allotment.service import headroom as service
-    from allotment.world import sync
 
     cloud(api)
     request = parse_allocation_candidates_query([("resources", "VCPU:2,DISK_GB:10")],
                                                 (1, 39))
-    first = service.compute(db, request)
-    with sync.current(db) as world:
+    replica = app.runtime.replica
+    first = service.compute(replica, request)
+    with replica.current() as world:
         kept = world.memo(("headroom", repr(request)))
         assert len(kept) >= 4  # one entry per tree searched
         kept.clear()
-    assert service.compute(db, request) == first
+    assert service.compute(replica, request) == first

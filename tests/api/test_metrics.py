@@ -294,8 +294,8 @@ def test_feed_gaps_are_counted_and_shown_open(api, db):
     import pytest
     import sqlalchemy as sa
 
+    from allotment.storage import clock, tables
     from allotment.storage import feed as feed_mod
-    from allotment.storage import tables
 
     if db.backend != "postgresql":
         pytest.skip("only PostgreSQL's feed ids can commit out of order (see storage/feed.py)")
@@ -308,7 +308,7 @@ def test_feed_gaps_are_counted_and_shown_open(api, db):
     # (or rolled back) would hold.
     with db.autocommit() as conn:
         conn.execute(sa.insert(tables.placement_changes).values(
-            id=head + 2, created_at=feed_mod.utcnow(), data="{}"))
+            id=head + 2, created_at=clock.utcnow(), data="{}"))
         if db.backend == "postgresql":
             # Later writes must not be given the id just taken by hand.
             conn.execute(sa.text(
@@ -321,4 +321,4 @@ def test_feed_gaps_are_counted_and_shown_open(api, db):
     # session's later tests share.
     with db.autocommit() as conn:
         conn.execute(sa.insert(tables.placement_changes).values(
-            id=head + 1, created_at=feed_mod.utcnow(), data="{}"))
+            id=head + 1, created_at=clock.utcnow(), data="{}"))

@@ -226,7 +226,7 @@ def test_single_provider_answers_are_kept_until_their_host_changes():
     again = list(find_candidates(live, request))
     # Unchanged hosts: the very same candidates, with what renderers kept.
     assert all(a is b for a, b in zip(first, again, strict=True))
-    assert all(c.rendered == () for c in again)
+    assert all(c.reused for c in again)
     # Host 3 fills up: it drops out, the others are still the same objects.
     live.add_usage([(pid(3), "VCPU", 3)])
     after = list(find_candidates(live, request))
@@ -355,7 +355,7 @@ def test_kept_answers_with_suffixed_groups_are_finished_candidates():
     second = list(find_candidates(live, granular))
     # Kept finished, with room for what renderers make of them: asked again,
     # the very same objects.
-    assert len(second) == 6 and all(c.rendered == () for c in second)
+    assert len(second) == 6 and all(c.reused for c in second)
     third = list(find_candidates(live, granular))
     assert all(a is b for a, b in zip(second, third, strict=True))
     # A NUMA node of host 2 fills up: only host 2's candidates are new.

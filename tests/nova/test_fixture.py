@@ -22,7 +22,6 @@ from placement.tests import fixtures as placement_db
 from placement.tests.functional.fixtures import placement as placement_fixtures
 
 from allotment.storage import migration
-from allotment.world import sync as world_sync
 
 HEADERS = {"x-auth-token": "admin", "OpenStack-API-Version": "placement latest"}
 
@@ -177,8 +176,10 @@ def test_a_finished_fixture_lets_its_database_and_world_go():
         database = database_mod.opened(
             placement.conf_fixture.conf.placement_database.connection)
         ref = weakref.ref(database)
-        assert database in world_sync._REPLICAS
+        world = weakref.ref(placement.app.runtime.replica.world)
+        assert world() is not None
     del database
     gc.collect()
     assert placement.app is None
     assert ref() is None
+    assert world() is None

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from allotment.storage import clock, foreign, migration, tables
 from allotment.storage import db as db_mod
-from allotment.storage import foreign, migration, tables
 from allotment.world.sync import Replica
 from tests.harness import backends
 from tests.harness.backends import BACKENDS
@@ -95,7 +95,7 @@ def fill(url: str) -> dict[str, str]:
     ids = {"root": str(uuid.uuid4()), "numa": str(uuid.uuid4()),
            "consumer": str(uuid.uuid4()), "agg": str(uuid.uuid4())}
     engine = plain_engine(url)
-    now = db_mod.utcnow()
+    now = clock.utcnow()
     with engine.begin() as conn:
         if conn.dialect.name == "mysql":  # as upstream: VCPU's id is 0
             conn.exec_driver_sql(
@@ -280,7 +280,7 @@ def test_writes_of_other_programs_reach_the_world_and_ours_are_not_doubled(upstr
         root = {u: i for i, u in world.uuid_of_id.items()}[ids["root"]]
     # Another program (upstream's API, say) claims and adds a provider.
     engine = plain_engine(upstream_url)
-    now = db_mod.utcnow()
+    now = clock.utcnow()
     newcomer = str(uuid.uuid4())
     with engine.begin() as conn:
         conn.execute(sa.insert(tables.allocations).values(
@@ -436,13 +436,13 @@ def test_concurrent_writes_of_both_kinds_all_reach_the_world(upstream_url):
         with engine.begin() as conn:
             conn.execute(sa.insert(tables.allocations).values(
                 resource_provider_id=root, consumer_id=ids["consumer"],
-                resource_class_id=2, used=1, created_at=db_mod.utcnow()))
+                resource_class_id=2, used=1, created_at=clock.utcnow()))
 
     def claim_here():
         with db.write() as conn:
             conn.execute(sa.insert(tables.allocations).values(
                 resource_provider_id=root, consumer_id=ids["consumer"],
-                resource_class_id=2, used=2, created_at=db_mod.utcnow()))
+                resource_class_id=2, used=2, created_at=clock.utcnow()))
             feed.note_usage(conn, {(root, 2): 2})
 
     def other_program():
@@ -494,7 +494,7 @@ def test_another_program_cannot_allocate_past_capacity(upstream_url):
         with engine.begin() as conn:
             conn.execute(sa.insert(tables.allocations).values(
                 resource_provider_id=root, consumer_id=str(uuid.uuid4()),
-                resource_class_id=2, used=used, created_at=db_mod.utcnow()))
+                resource_class_id=2, used=used, created_at=clock.utcnow()))
 
     if db.backend != "sqlite":  # writers are serial there: each check saw all
         with pytest.raises(sa.exc.OperationalError, match=r"(?i)deadlock"):

@@ -19,7 +19,7 @@ from allotment.storage import direct, faults
 from allotment.storage import inventories as inventory_store
 from allotment.storage import provider_traits as trait_store
 from allotment.storage import resource_providers as store
-from allotment.storage.db import utcnow
+from allotment.storage.clock import utcnow
 from allotment.storage.tables import placement_aggregates, resource_providers
 
 INVENTORY = {"VCPU": {"total": 8, "allocation_ratio": 16.0},

@@ -6,8 +6,8 @@ import os_resource_classes
 import pytest
 import sqlalchemy as sa
 
+from allotment.storage import clock, legacy, migration, tables
 from allotment.storage import db as db_mod
-from allotment.storage import legacy, migration, tables
 from allotment.world.sync import Replica
 from tests.harness import backends
 from tests.harness.backends import BACKENDS
@@ -21,7 +21,7 @@ def legacy_url(request, tmp_path):
     url = backends.create_database(request.param, tmp_path)
     engine = sa.create_engine(db_mod.normalise_url(url))
     old.build(engine)
-    now = db_mod.utcnow()
+    now = clock.utcnow()
     with engine.begin() as conn:
         # Classes numbered as they came: a custom one between two standard ones.
         for i, name in enumerate(["DISK_GB", "CUSTOM_GOLD", "VCPU", "CUSTOM_IRON"], 1):
@@ -90,7 +90,7 @@ def test_db_sync_converts_an_earlier_allotment_s_database(legacy_url):
     with db.write() as conn:
         conn.execute(sa.insert(tables.resource_providers).values(
             uuid="33333333-3333-3333-3333-333333333333", name="other", generation=0,
-            created_at=db_mod.utcnow()))
+            created_at=clock.utcnow()))
     world = Replica(db)
     with world.current() as current:
         assert current.snapshot.used["22222222-2222-2222-2222-222222222222"]["VCPU"] == 4

@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from allotment import errors
 from allotment.storage import inventories, usages
 from allotment.storage import resource_providers as rps
-from allotment.storage.db import utcnow
+from allotment.storage.clock import utcnow
 from allotment.storage.tables import allocations, consumers, projects, users
 
 

@@ -18,7 +18,7 @@ from allotment.service import inventories as inventory_service
 from allotment.service import provider_traits as trait_service
 from allotment.service import resource_providers as provider_service
 from allotment.storage import catch_up, direct, faults, feed
-from allotment.storage import snapshot as store
+from allotment.storage import loader as store
 
 INVENTORY = {"VCPU": {"total": 8, "allocation_ratio": 16.0},
              "MEMORY_MB": {"total": 4096, "reserved": 512, "max_unit": 2048}}
@@ -73,14 +73,14 @@ def test_trees_read_together_are_what_sqlalchemy_reads(db, pipelines, monkeypatc
         pipelines.clear()
         again = store.load(conn, roots)  # sends them together on PostgreSQL
     assert first == want and again == want
-    assert {p["root_id"] for p in want.values()} == {one.id, two.id} and len(want) == 4
+    assert {p.root_id for p in want.values()} == {one.id, two.id} and len(want) == 4
     loaded = want[child.id]
-    vcpu = loaded["inventories"]["VCPU"]
+    vcpu = loaded.inventories["VCPU"]
     assert vcpu[:3] + vcpu[4:] == (8, 0, 1, 1, 16.0)
     assert isinstance(vcpu[5], float)
-    assert loaded["traits"] == {"HW_CPU_X86_AVX2", "HW_CPU_X86_SSE"}
-    assert isinstance(loaded["created_at"], datetime.datetime)
-    assert len(want[one.id]["aggregates"]) == 2
+    assert loaded.traits == {"HW_CPU_X86_AVX2", "HW_CPU_X86_SSE"}
+    assert isinstance(loaded.created_at, datetime.datetime)
+    assert len(want[one.id].aggregates) == 2
     assert len(pipelines) == (1 if db.backend == "postgresql" else 0)
 
 
@@ -103,8 +103,8 @@ def test_the_feed_and_the_trees_it_names_come_from_one_snapshot(db, pipelines):
             assert entries == feed.read(conn, head - 1)
             assert trees == store.load(conn, [root.id])
         assert [e.roots for e in entries][-1] == (root.id,)
-        assert trees[child.id]["inventories"]["VCPU"][0] == 2
-        assert set(trees[child.id]["inventories"]) == {"VCPU"}
+        assert trees[child.id].inventories["VCPU"][0] == 2
+        assert set(trees[child.id].inventories) == {"VCPU"}
     if db.backend == "postgresql":
         assert pipelines
 

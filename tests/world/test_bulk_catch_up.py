@@ -12,7 +12,7 @@ from allotment.service import allocations as allocation_service
 from allotment.service import inventories as inventory_service
 from allotment.service import resource_providers as provider_service
 from allotment.service.consumers import ConsumerRequest
-from allotment.storage import snapshot as store
+from allotment.storage import loader as store
 from allotment.world.sync import Replica
 from tests.world.test_sync import state
 

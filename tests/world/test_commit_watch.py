@@ -110,7 +110,7 @@ def test_a_commit_made_while_catching_up_is_not_skipped(db, monkeypatch):
     replica = Replica(db)
     replica.catch_up()
     rp = provider_service.create_provider(db, name="racing")
-    real = replica._catch_up
+    real = replica._advance
     done = []
 
     def catch_up_then_commit():
@@ -120,7 +120,7 @@ def test_a_commit_made_while_catching_up_is_not_skipped(db, monkeypatch):
             inventory_service.replace_inventories(db, rp.uuid, 0, {"VCPU": {"total": 4}},
                                                   reserved_may_equal_total=False)
 
-    monkeypatch.setattr(replica, "_catch_up", catch_up_then_commit)
+    monkeypatch.setattr(replica, "_advance", catch_up_then_commit)
     with replica.current() as world:
         assert world.snapshot.get(rp.uuid) is not None
         assert world.snapshot.resources_of(rp.uuid) == {}

@@ -8,19 +8,21 @@ import pytest
 import sqlalchemy as sa
 
 from allotment.storage import feed, tables
+from allotment.storage.loader import LoadedProvider
 from allotment.world.model import CYCLE, NO_ROOT, split_damaged
 from tests.api.test_resource_providers import create
 
 
-def _loaded(links: dict[str, str | None]) -> dict[int, dict]:
-    return {n: {"uuid": u, "parent_uuid": p} for n, (u, p) in enumerate(links.items())}
+def _loaded(links: dict[str, str | None]) -> dict[int, LoadedProvider]:
+    return {n: LoadedProvider(u, u, 0, p, None, None, None, None, {}, set(), set())
+            for n, (u, p) in enumerate(links.items())}
 
 
 def test_split_damaged_keeps_every_provider_that_reaches_a_root():
     loaded = _loaded({"r": None, "a": "r", "b": "a", "x": "y", "y": "z", "z": "x",
                       "under-x": "x", "orphan": "gone", "under-orphan": "orphan"})
     healthy, damaged = split_damaged(loaded)
-    assert {p["uuid"] for p in healthy.values()} == {"r", "a", "b"}
+    assert {p.uuid for p in healthy.values()} == {"r", "a", "b"}
     assert damaged == {"x": CYCLE, "y": CYCLE, "z": CYCLE, "under-x": NO_ROOT,
                        "orphan": NO_ROOT, "under-orphan": NO_ROOT}
     assert split_damaged(_loaded({"r": None, "a": "r"}))[1] == {}

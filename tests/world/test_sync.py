@@ -12,6 +12,7 @@ for a set of requests must be the same either way.
 from __future__ import annotations
 
 import contextlib
+import datetime
 import random
 import threading
 import time
@@ -29,6 +30,7 @@ from allotment.service import provider_traits as trait_service
 from allotment.service import resource_classes as class_service
 from allotment.service import resource_providers as provider_service
 from allotment.service.consumers import ConsumerRequest
+from allotment.storage import clock
 from allotment.storage import db as db_mod
 from allotment.world.sync import Replica
 
@@ -89,7 +91,8 @@ class Cloud:
         trait_names.ensure_trait(self.dbs[0], "CUSTOM_GOLD")
 
     def providers(self, db) -> list:
-        return provider_service.list_providers(db, provider_service.ProviderFilters())
+        return provider_service.list_providers_from_database(
+            db, provider_service.ProviderFilters())
 
     def op(self, db, kind: str) -> None:
         rnd = self.rnd
@@ -244,7 +247,9 @@ def test_a_pruned_feed_makes_a_lagging_reader_reload(db):
     provider_service.create_provider(db, name="second")
     with db.write() as conn:
         head = feed.head(conn)
-        feed.prune(conn, feed.utcnow(), below=head)
+        # Rows are stamped in whole seconds: every one so far is older than
+        # the next second.
+        feed.prune(conn, clock.utcnow() + datetime.timedelta(seconds=1), below=head)
     provider_service.create_provider(db, name="third")
     with replica.current() as world:
         assert rp.uuid in world.snapshot.index
@@ -257,7 +262,7 @@ def test_a_tree_named_only_by_a_row_committed_between_the_reads_is_read_too(
     """The feed is read once to see what changed, then again in the snapshot
     the trees are read in, together with the trees the first read named: a
     tree named only by a row that came in between is read in that snapshot."""
-    from allotment.world import sync
+    from allotment.storage import catch_up
 
     replica = Replica(db)
     first = provider_service.create_provider(db, name="first")
@@ -265,7 +270,7 @@ def test_a_tree_named_only_by_a_row_committed_between_the_reads_is_read_too(
     replica.catch_up()
     inventory_service.replace_inventories(db, first.uuid, 0, {"VCPU": {"total": 4}},
                                           reserved_may_equal_total=False)
-    real = sync.catch_up.read
+    real = catch_up.read
     asked: list[set[int]] = []
 
     def a_write_comes_first(conn, after, also, root_ids):
@@ -275,7 +280,7 @@ def test_a_tree_named_only_by_a_row_committed_between_the_reads_is_read_too(
                                               reserved_may_equal_total=False)
         return real(conn, after, also, root_ids)
 
-    monkeypatch.setattr(sync.catch_up, "read", a_write_comes_first)
+    monkeypatch.setattr(catch_up, "read", a_write_comes_first)
     with replica.current() as world:
         assert world.snapshot.resources_of(first.uuid) == {"VCPU": (4, 0)}
         assert world.snapshot.resources_of(second.uuid) == {"VCPU": (2, 0)}
@@ -289,8 +294,7 @@ def test_a_tree_named_only_by_a_row_committed_between_the_reads_is_read_too(
 
 def test_a_change_committing_after_a_later_one_is_not_lost(db, processes, monkeypatch):
     """Out-of-order commits: row 12 visible before row 11 commits."""
-    from allotment.storage import feed
-    from allotment.world import sync
+    from allotment.storage import cursor, feed
 
     if db.backend != "postgresql":
         pytest.skip("rows commit in id order here (see the MySQL test below)")
@@ -313,7 +317,7 @@ def test_a_change_committing_after_a_later_one_is_not_lost(db, processes, monkey
         assert world.snapshot.get(early.uuid).name == "early"
     assert replica.gaps, "the slow writer's id is remembered"
     # Still open: the gap must not be given up, however long it waits.
-    monkeypatch.setattr(sync, "GAP_PATIENCE", 0.0)
+    monkeypatch.setattr(cursor, "GAP_PATIENCE", 0.0)
     replica.catch_up()
     assert replica.gaps
     tx.commit()
@@ -384,8 +388,7 @@ def test_a_rolled_back_feed_id_is_taken_by_the_next_writer(db, processes):
 
 
 def test_an_id_whose_transaction_rolled_back_is_given_up(db, processes, monkeypatch):
-    from allotment.storage import feed
-    from allotment.world import sync
+    from allotment.storage import cursor, feed
 
     if db.backend != "postgresql":
         pytest.skip("rows commit in id order here: a skipped id is never remembered")
@@ -399,7 +402,7 @@ def test_an_id_whose_transaction_rolled_back_is_given_up(db, processes, monkeypa
     assert replica.gaps
     tx.rollback()
     conn.close()
-    monkeypatch.setattr(sync, "GAP_PATIENCE", 0.0)
+    monkeypatch.setattr(cursor, "GAP_PATIENCE", 0.0)
     # MySQL reports when transactions started to the second only, and a
     # connection's transaction can linger there briefly after it ended: the
     # gap may take a moment more to be given up, but must be.

@@ -1,17 +1,20 @@
-"""Read the provider world the API processes keep in memory.
+"""Load the provider world the API processes keep in memory.
 
 :func:`load` reads providers with their inventories, traits and aggregates
 -- every provider, or only the trees with some roots, which is how a process
 catches up with the trees the change feed says changed (on PostgreSQL its
 statements go to the server together, see ``direct.together``).  :func:`usage`
 reads what is allocated, once, when a process loads everything; afterwards
-usage moves by the feed's deltas.  The results are plain data; the world
-model (``allotment.world``) turns them into the engine's snapshot.
+usage moves by the feed's deltas.  The results are plain data
+(:class:`LoadedProvider` tuples by provider id); the world model
+(``allotment.world``) turns them into the engine's snapshot.
 """
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Iterable
+from typing import NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -31,6 +34,24 @@ from allotment.storage.tables import (
 # Positions of an inventory's fields in the tuples :func:`load` returns.
 INVENTORY_FIELDS = ("total", "reserved", "min_unit", "max_unit", "step_size",
                     "allocation_ratio")
+
+
+class LoadedProvider(NamedTuple):
+    """One provider as :func:`load` reads it (a tuple: a full load makes
+    one per provider, and a tuple is the cheapest object to make)."""
+
+    uuid: str
+    name: str
+    generation: int
+    parent_uuid: str | None
+    root_uuid: str | None
+    root_id: int | None
+    created_at: datetime.datetime | None
+    updated_at: datetime.datetime | None
+    # class name -> the values of INVENTORY_FIELDS, in that order
+    inventories: dict[str, tuple]
+    traits: set[str]
+    aggregates: set[str]
 
 _RP = resource_providers
 _PARENT = _RP.alias("parent")
@@ -107,24 +128,22 @@ def tree_queries(conn: Connection, root_ids: Iterable[int]) -> list[tuple[sa.Sel
     return [(query, {"roots": roots}) for roots in _batches(root_ids) for query in _TREE_QUERIES]
 
 
-def assemble(results: list) -> dict[int, dict]:
+def assemble(results: list) -> dict[int, LoadedProvider]:
     """The trees read by :func:`tree_queries`' statements, from their rows."""
-    world: dict[int, dict] = {}
+    world: dict[int, LoadedProvider] = {}
     for k in range(0, len(results), len(_TREE_QUERIES)):
         # Trees do not share providers: the batches' worlds are disjoint.
         world.update(_assemble(*results[k:k + len(_TREE_QUERIES)]))
     return world
 
 
-def load(conn: Connection, root_ids: Iterable[int] | None = None) -> dict[int, dict]:
-    """Providers with their inventories, traits and aggregates.
+def load(conn: Connection, root_ids: Iterable[int] | None = None
+         ) -> dict[int, LoadedProvider]:
+    """Providers with their inventories, traits and aggregates, by id.
 
     Every provider, or with ``root_ids`` only the members of the trees with
     those roots *now* (a root that no longer exists contributes nothing).
-    Returns ``{provider_id: {"uuid", "name", "generation", "parent_uuid",
-    "root_uuid", "root_id", "created_at", "updated_at", "inventories": {rc:
-    (total, reserved, min_unit, max_unit, step_size, allocation_ratio)},
-    "traits": set, "aggregates": set}}``.  Rows are unpacked positionally:
+    Rows are unpacked positionally:
     at 100,000 rows and more, attribute access on result rows is a
     measurable share of a full load.
     """
@@ -135,20 +154,18 @@ def load(conn: Connection, root_ids: Iterable[int] | None = None) -> dict[int, d
 
 
 def _assemble(providers_rows, inventories_rows, traits_rows, aggregates_rows
-              ) -> dict[int, dict]:
-    world: dict[int, dict] = {
-        pid: {"uuid": uuid, "name": name, "generation": generation,
-              "parent_uuid": parent_uuid, "root_uuid": root_uuid, "root_id": root_id,
-              "created_at": created_at, "updated_at": updated_at,
-              "inventories": {}, "traits": set(), "aggregates": set()}
+              ) -> dict[int, LoadedProvider]:
+    world: dict[int, LoadedProvider] = {
+        pid: LoadedProvider(uuid, name, generation, parent_uuid, root_uuid, root_id,
+                            created_at, updated_at, {}, set(), set())
         for pid, uuid, name, generation, parent_uuid, root_uuid, root_id, created_at,
         updated_at in providers_rows}
     for pid, rc, *fields in inventories_rows:
-        world[pid]["inventories"][rc] = tuple(fields)
+        world[pid].inventories[rc] = tuple(fields)
     for pid, name in traits_rows:
-        world[pid]["traits"].add(name)
+        world[pid].traits.add(name)
     for pid, agg in aggregates_rows:
-        world[pid]["aggregates"].add(agg)
+        world[pid].aggregates.add(agg)
     return world
 
 
@@ -187,3 +204,14 @@ def class_names(conn: Connection) -> dict[int, str]:
 def trait_ids(conn: Connection) -> dict[str, int]:
     """Every trait name with its id."""
     return dict(conn.execute(_TRAIT_IDS).all())
+
+
+class LoadedNames(NamedTuple):
+    """Every resource class by id and every trait's id by name."""
+
+    class_by_id: dict[int, str]
+    trait_ids: dict[str, int]
+
+
+def names(conn: Connection) -> LoadedNames:
+    return LoadedNames(class_names(conn), trait_ids(conn))
