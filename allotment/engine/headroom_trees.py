@@ -45,7 +45,7 @@ def _signature(snap: Snapshot, members: tuple[int, ...]) -> tuple[tuple, tuple]:
     if len(members) == 1:
         (r,) = members
         u = used.get(uuids[r])
-        return (((-1, tuple(inventory[r].items()),
+        return (((-1, tuple((inventory[r] or {}).items()),
                   frozenset(u.items()) if u else _NONE, traits[r]),),
                 (snap.aggregates[r],))
     at = {m: k for k, m in enumerate(members)}
