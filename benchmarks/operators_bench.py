@@ -1,5 +1,6 @@
 """What operating a large cloud costs: a /metrics scrape, the headroom of 20
-flavors, ``allotment hosts`` and the ``/ui`` host list.
+flavors (with nothing changed since the last scrape, and after one more
+instance was claimed), ``allotment hosts`` and the ``/ui`` host list.
 
 Run: ``.venv/bin/python benchmarks/operators_bench.py [--hosts 10000]
 [--repeat 5] [--database-url URL]``.  The world is http_bench's (flat hosts,
@@ -17,10 +18,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import itertools
 import statistics
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from unittest import mock
 
@@ -34,6 +37,7 @@ from allotment.cli import main as cli_main
 from allotment.client import DirectTransport, PlacementClient
 from allotment.client import report as reports
 from allotment.storage.db import Database, create_engine
+from benchmarks import http_bench
 from benchmarks.http_bench import build_world
 
 # Twenty flavors: the usual general-purpose sizes, memory- and CPU-heavy
@@ -74,8 +78,9 @@ def _get(app, path: str, *, accept: str = "application/json") -> webob.Response:
     return resp
 
 
-def _time(action, repeat: int) -> tuple[float, float, float, object]:
-    """Median and slowest wall time and median CPU time (ms) of ``action``.
+def _time(action, repeat: int, before=None) -> tuple[float, float, float, object]:
+    """Median and slowest wall time and median CPU time (ms) of ``action``
+    (``before()`` runs, untimed, before each).
 
     Everything runs in this one thread, so the CPU time is the work done,
     whatever else the machine runs; on a busy machine the wall time is
@@ -84,6 +89,8 @@ def _time(action, repeat: int) -> tuple[float, float, float, object]:
     action()  # warm-up: the first answer after start also loads the world
     times, cpu, last = [], [], None
     for _ in range(repeat):
+        if before is not None:
+            before()
         start, start_cpu = time.perf_counter(), time.process_time()
         last = action()
         cpu.append((time.process_time() - start_cpu) * 1000)
@@ -120,6 +127,21 @@ def main() -> None:
     flavored = create_app(conf, db=db)
     rows.append((f"GET /metrics (+ headroom of {len(FLAVORS)} flavors)",
                  *_time(lambda: len(_get(flavored, "/metrics").body), args.repeat)))
+    servers = itertools.count()
+
+    def one_more_server() -> None:
+        # A new instance on a flat host, as nova would claim it: the next
+        # scrape counts that host's tree again, and only that one.
+        n = next(servers)
+        client.allocations.put(
+            str(uuid.uuid4()), {http_bench._uuid(f"cn{3 * n + 1}"): {"resources": {
+                "VCPU": 1, "MEMORY_MB": 512, "DISK_GB": 1}}},
+            project_id=str(uuid.UUID(int=1)), user_id=str(uuid.UUID(int=2)),
+            version="1.28")
+
+    rows.append((f"GET /metrics (+ headroom of {len(FLAVORS)}, after 1 claim)",
+                 *_time(lambda: len(_get(flavored, "/metrics").body), args.repeat,
+                        before=one_more_server)))
     rows.append(("allotment hosts (client: read and sum)",
                  *_time(lambda: len(reports.host_list(client).hosts), args.repeat)))
 

@@ -43,7 +43,10 @@ def create_app(conf: cfg.ConfigOpts, *, db: Database | None = None):
     app.req_options.strip_url_path_trailing_slash = False
     # Every body we send names its type; bodiless 201s must not get one.
     app.resp_options.default_media_type = None
-    runtime.app = app
+    # The web view reads through the routed application in process; the
+    # echo of Allotment-Extensions tells its client that the listing
+    # extension answered (without it the client reads provider by provider).
+    runtime.app = middleware.ExtensionsEcho(app)
     for path, resource in routes.build(runtime):
         app.add_route(path, resource)
     app.add_error_handler(Exception, _unexpected_error)

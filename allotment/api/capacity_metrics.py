@@ -59,7 +59,8 @@ def text(replica: Replica, conf: cfg.ConfigOpts,
     if not flavors:
         return ""
     private = set(conf.allotment.capacity_private_flavors)
-    results = headroom.compute_many(replica, flavors)
+    results = headroom.compute_many(
+        replica, flavors, with_hosts=conf.allotment.capacity_metrics_per_host)
     totals, hosts, aggregates = [], [], []
     largest: dict[str, int] = {}
     for name, room in results.items():

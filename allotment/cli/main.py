@@ -383,6 +383,9 @@ def hosts_cmd(obj: _Lazy, name, aggregate, trait, resource_class, sort, by_aggre
     hosts; against upstream Placement, several per provider."""
     found = reports.host_list(obj.client, name, aggregate=aggregate, trait=trait,
                               resource_class=resource_class, sort=sort)
+    if obj.format != "table":
+        emit(obj.format, found.as_dict(), [])
+        return
     classes = sorted({rc for h in found.hosts for rc in h.usage})
     if resource_class:
         classes = [resource_class]
@@ -395,7 +398,7 @@ def hosts_cmd(obj: _Lazy, name, aggregate, trait, resource_class, sort, by_aggre
         tables.append(("per aggregate", ["aggregate", *classes],
                        [[agg, *(_cell(usage.get(rc)) for rc in classes)]
                         for agg, usage in sorted(found.by_aggregate.items())]))
-    emit(obj.format, found.as_dict(), tables)
+    emit(obj.format, None, tables)
 
 
 cli.add_command(compare.command)

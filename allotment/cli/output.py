@@ -30,11 +30,47 @@ def emit(fmt: str, data: Any, tables: Iterable[tuple[str, Sequence[str], list[li
             first = False
             if title:
                 click.echo(title)
-            table = PrettyTable(list(columns))
-            table.align = "l"
-            for row in rows:
-                table.add_row(row)
-            click.echo(table.get_string())
+            click.echo(table_text(columns, rows))
+
+
+def table_text(columns: Sequence[str], rows: list[list[Any]]) -> str:
+    """The table as PrettyTable draws it, every column aligned left."""
+    plain = _plain(columns, rows)
+    if plain is not None:
+        return plain
+    table = PrettyTable(list(columns))
+    table.align = "l"
+    for row in rows:
+        table.add_row(row)
+    return table.get_string()
+
+
+def _plain(columns: Sequence[str], rows: list[list[Any]]) -> str | None:
+    """:func:`table_text` drawn directly when every cell is one line of
+    printable ASCII (a string or an integer), where a character is a column
+    wide: PrettyTable measures each cell's width on screen and takes a
+    quarter of a second for the 10,000 rows of a large cloud's hosts.
+    None otherwise."""
+    if not columns or len(set(columns)) != len(columns):
+        return None
+    lines = []
+    for row in (columns, *rows):
+        if len(row) != len(columns):
+            return None
+        cells = []
+        for cell in row:
+            kind = type(cell)
+            if kind is int:
+                cell = str(cell)
+            elif kind is not str or not (cell.isascii() and cell.isprintable()):
+                return None
+            cells.append(cell)
+        lines.append(cells)
+    widths = [max(map(len, column)) for column in zip(*lines, strict=True)]
+    border = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
+    text = ["| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)) + " |"
+            for cells in lines]
+    return "\n".join([border, text[0], border, *text[1:], border])
 
 
 def bar(used: int, capacity: int, width: int = BAR_WIDTH) -> str:

@@ -23,6 +23,10 @@ placement steps only check capacity; a tree with a single candidate (a
 flat host, with or without one pool) is counted by arithmetic, the free
 capacity of each class over the amount asked.
 
+Between two states of a changing snapshot, a kept count is moved by
+counting again only the trees that changed, and trees alike are counted
+once (see engine.headroom_trees).
+
 ``largest`` is, per resource class, the largest amount of it alone that
 still fits in one provider anywhere (min/max unit and step size included):
 what fragmentation leaves.
@@ -31,10 +35,11 @@ what fragmentation leaves.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from allotment.engine import extensions
+from allotment.engine.headroom_trees import Answer, Trees
 from allotment.engine.plan import READY
 from allotment.engine.request import AllocationCandidatesRequest
 from allotment.engine.snapshot import CAPACITY, MAX_UNIT, MIN_UNIT, STEP_SIZE, Snapshot
@@ -61,17 +66,6 @@ class Headroom:
 def _totals(candidate) -> Totals:
     return {(uuid, rc): amount for uuid, held in candidate.allocations.items()
             for rc, amount in held.items()}
-
-
-def _first(candidates: Iterable) -> Totals | None:
-    """The totals of the candidate that comes first in allocation order."""
-    best = best_key = None
-    for c in candidates:
-        totals = _totals(c)
-        key = sorted(totals.items())
-        if best_key is None or key < best_key:
-            best, best_key = totals, key
-    return best
 
 
 def _free(snap: Snapshot, used: Mapping[str, Mapping[str, int]], uuid: str,
@@ -138,110 +132,196 @@ def largest(snap: Snapshot) -> dict[str, int]:
     return out
 
 
-def _components(snap: Snapshot, roots: Iterable[int]) -> list[list[int]]:
-    """Trees linked through the sharing providers that serve them."""
-    parent: dict[int, int] = {}
-
-    def find(x: int) -> int:
-        while parent.setdefault(x, x) != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for r in roots:
-        find(r)
-        # Sharing providers (as negative nodes) join the trees they serve
-        # and the tree they are in.
-        linked = [*snap.sharing_by_anchor.get(r, ()),
-                  *(m for m in snap.tree_members(r) if snap.is_sharing[m])]
-        for s in linked:
-            parent[find(r)] = find(-1 - s)
-    groups: dict[int, list[int]] = {}
-    for r in roots:
-        groups.setdefault(find(r), []).append(r)
-    return [sorted(g, key=snap.uuids.__getitem__) for g in groups.values()]
+def _uses_aggregates(plan) -> bool:
+    """Whether the request looks at which aggregates providers are in
+    (then a tree's signature counts with its providers' aggregates)."""
+    if getattr(plan, "root_members", None) is not None or getattr(plan, "root_banned", None):
+        return True
+    return any(g.members is not None or g.banned for g in plan.groups)
 
 
-def _tree_answers(snap: Snapshot, plan, memo: dict | None,
-                  ) -> dict[int, tuple[list[Totals], int, frozenset[str], bool]]:
-    """Per anchor with candidates: its candidates (as totals), how many fit
-    on it alone, the aggregates of its tree and whether it holds or uses a
-    sharing provider.  With ``memo`` (kept by the caller between requests
-    of the same kind, by root UUID), a tree whose providers and serving
-    sharing providers did not change since is not searched again."""
-    served = snap.sharing_by_anchor
-    revisions = snap.position_revisions() if memo is not None else None
-    many = snap.trees_of_many().get
-    out = {}
-    for r in plan.anchor_set():
-        if not plan.root_ok(r):
-            continue
-        members = many(r)
-        stamp = None
-        if revisions is not None:
-            pools = served.get(r)
-            if members is None and pools is None:
-                stamp = revisions[r]  # a tree of one provider, no pool: most hosts
+class Counts:
+    """One request's count at one state of the snapshot, moved to the next
+    state by counting again only the trees that changed (see
+    engine.headroom_trees)."""
+
+    def __init__(self) -> None:
+        self.trees: Trees | None = None
+        self.anchors: frozenset[int] | None = None
+        self.answers: dict[int, Answer] = {}
+        self.per_host: dict[str, int] = {}
+        self.alone_total = 0
+        self.alone_by_agg: dict[str, int] = {}
+        # Group of linked trees -> (placed together, per aggregate).
+        self.linked: dict[tuple[int, ...], tuple[int, dict[str, int]]] = {}
+        self.linked_total = 0
+        self.linked_by_agg: dict[str, int] = {}
+        # Signature (engine.headroom_trees) -> count, None: no candidates.
+        self.by_signature: dict[object, int | None] = {}
+
+    def update(self, plan, trees: Trees) -> None:
+        """Bring the count to the state of ``trees``."""
+        anchors = plan.anchor_set()
+        old = self.trees
+        changed: set[int] | None = None
+        if old is not None and old.snap is trees.snap and self.anchors == anchors \
+                and trees.revs is not None:
+            if trees.after == old.version:
+                changed = trees.changed
             else:
-                at = revisions.__getitem__
-                stamp = (tuple(map(at, members or (r,))), tuple(map(at, pools or ())))
-            held = memo.get(snap.uuids[r])
-            if held is not None and held[0] == stamp:
-                if held[1] is not None:
-                    out[r] = held[1]
+                new = trees.stamps
+                changed = {r for r, s in new.items() if old.stamps.get(r) != s}
+                changed.update(r for r in old.stamps if r not in new)
+        if changed is None:
+            self.__init__()
+            changed = set(trees.roots)
+            old = None
+        elif len(self.by_signature) > 2 * len(trees.roots) + 1024:
+            self.by_signature.clear()
+        self.trees, self.anchors = trees, anchors
+        dirty: set[tuple[int, ...]] = set()
+        regrouped = old is not None and old.component_of != trees.component_of
+        if regrouped:
+            dirty.update(self.linked)
+        uses_aggs = _uses_aggregates(plan)
+        pinned = any(g.tree_root is not None for g in plan.groups)
+        for r in changed:
+            gone = self.answers.pop(r, None)
+            if gone is not None:
+                self._add(gone, -1)
+                if gone.shares and old is not None:
+                    dirty.add(old.component_of[r])
+            if r not in anchors or not plan.root_ok(r):
                 continue
-        members = members or (r,)
-        found = _candidates(plan, r)
-        answer = None
-        if found:
-            shares = r in served or any(snap.is_sharing[m] for m in members)
-            aggs = frozenset().union(*(snap.aggregates[m] for m in members))
-            answer = out[r] = (found, place(snap, found), aggs, shares)
-        if stamp is not None:
-            memo[snap.uuids[r]] = (stamp, answer)
-    return out
+            answer = self._answer(plan, trees, r, None if pinned else uses_aggs)
+            if answer is not None:
+                self.answers[r] = answer
+                self._add(answer, 1)
+                if answer.shares:
+                    dirty.add(trees.component_of[r])
+        if regrouped:
+            dirty.update(set(trees.component_of.values()))
+        for group in dirty:
+            self._place_group(trees, group)
+
+    def _answer(self, plan, trees: Trees, r: int, uses_aggs: bool | None) -> Answer | None:
+        snap = trees.snap
+        if r in trees.shares:
+            found = _candidates(plan, r)
+            if not found:
+                return None
+            return Answer(snap.uuids[r], place(snap, found), trees.aggregates[r], True, found)
+        key: object = None
+        if uses_aggs is not None:  # None: the request names trees (in_tree)
+            shape, aggs = trees.signatures[r]
+            key = (shape, aggs) if uses_aggs else shape
+            n = self.by_signature.get(key, _MISSING)
+        else:
+            n = _MISSING
+        if n is _MISSING:
+            found = _candidates(plan, r)
+            n = place(snap, found) if found else None
+            if key is not None:
+                self.by_signature[key] = n
+        if n is None:
+            return None
+        return Answer(snap.uuids[r], n, trees.aggregates[r], False, None)
+
+    def _add(self, answer: Answer, sign: int) -> None:
+        n = answer.count
+        if n:
+            if sign > 0:
+                self.per_host[answer.uuid] = n
+            else:
+                del self.per_host[answer.uuid]
+        if answer.shares or not n:
+            return
+        self.alone_total += sign * n
+        _move(self.alone_by_agg, answer.aggregates, sign * n)
+
+    def _place_group(self, trees: Trees, group: tuple[int, ...]) -> None:
+        """Place the linked trees of ``group`` together again (a group of
+        the trees' former grouping is only taken away)."""
+        gone = self.linked.pop(group, None)
+        if gone is not None:
+            self.linked_total -= gone[0]
+            for agg, n in gone[1].items():
+                _move(self.linked_by_agg, (agg,), -n)
+        if trees.component_of.get(group[0]) != group:
+            return
+        snap = trees.snap
+        fitting = [a for a in map(self.answers.get, group) if a is not None and a.count]
+        if not fitting:
+            return
+        total = (fitting[0].count if len(fitting) == 1
+                 else place(snap, [t for a in fitting for t in a.found]))
+        per_agg: dict[str, int] = {}
+        for agg in frozenset().union(*(a.aggregates for a in fitting)):
+            inside = [a for a in fitting if agg in a.aggregates]
+            n = (total if len(inside) == len(fitting)
+                 else place(snap, [t for a in inside for t in a.found]))
+            if n:
+                per_agg[agg] = n
+                _move(self.linked_by_agg, (agg,), n)
+        self.linked[group] = (total, per_agg)
+        self.linked_total += total
+
+    def result(self, by_aggregate: bool) -> Headroom:
+        out = Headroom(per_host=dict(self.per_host),
+                       total=self.alone_total + self.linked_total)
+        if by_aggregate:
+            alone, linked = self.alone_by_agg, self.linked_by_agg
+            for agg in alone.keys() | linked.keys():
+                n = alone.get(agg, 0) + linked.get(agg, 0)
+                if n:
+                    out.per_aggregate[agg] = n
+        return out
+
+
+_MISSING = object()
+# Where a kept count of a request lives in the caller's memo.
+STATE = ("counts",)
+
+
+def _move(sums: dict[str, int], keys, n: int) -> None:
+    for key in keys:
+        left = sums.get(key, 0) + n
+        if left:
+            sums[key] = left
+        else:
+            sums.pop(key, None)
 
 
 def count(snap: Snapshot, request: AllocationCandidatesRequest | extensions.ExtendedRequest,
           *, by_aggregate: bool = True, memo: dict | None = None,
-          with_largest: bool = True) -> Headroom:
+          with_largest: bool = True, trees: Trees | None = None) -> Headroom:
     """How many more instances of ``request`` fit, per tree, per aggregate
-    and in total (see the module docstring).  ``memo``: see
-    :func:`_tree_answers`; ``with_largest`` false leaves ``largest`` empty
-    (it does not depend on the request)."""
+    and in total (see the module docstring).  ``memo``: where the count is
+    kept between calls for the same request (a changing snapshot's next
+    state is counted from it, see :class:`Counts`); ``trees``: the trees
+    at the snapshot's current state, when the caller keeps them for
+    several requests; ``with_largest`` false leaves ``largest`` empty (it
+    does not depend on the request)."""
     ext = extensions.extend(request)
     # Every candidate counts, whatever the request's own limit.
     ext = dataclasses.replace(ext, base=dataclasses.replace(ext.base, limit=None))
-    result = Headroom(largest=largest(snap) if with_largest else {})
+    if trees is None or not trees.unchanged(snap):
+        trees = Trees(snap)
     plan = extensions.compile_plan(snap, ext)
+    kept = memo is not None and trees.revs is not None
     if plan is None:
-        return result
-    answers = _tree_answers(snap, plan, memo)
-    for r, (_found, n, _aggs, _shares) in answers.items():
-        if n:
-            result.per_host[snap.uuids[r]] = n
-    alone = {r for r, answer in answers.items() if not answer[3]}
-    linked = [r for r, answer in answers.items() if answer[3] and answer[1]]
-
-    def together(trees: list[int]) -> int:
-        if len(trees) == 1:
-            return answers[trees[0]][1]
-        return place(snap, [t for r in trees for t in answers[r][0]])
-
-    result.total = sum(answers[r][1] for r in alone)
-    for component in _components(snap, linked):
-        result.total += together(component)
-    if by_aggregate:
-        trees_of: dict[str, list[int]] = {}
-        for r, (_found, n, aggs, _shares) in answers.items():
-            if n:
-                for agg in aggs:
-                    trees_of.setdefault(agg, []).append(r)
-        for agg, trees in trees_of.items():
-            n = sum(answers[r][1] for r in trees if r in alone)
-            shared = [r for r in trees if r not in alone]
-            for component in _components(snap, shared):
-                n += together(component)
-            if n:
-                result.per_aggregate[agg] = n
-    return result
+        if kept:
+            memo.pop(STATE, None)
+        found = Headroom()
+    else:
+        counts = memo.get(STATE) if kept else None
+        if counts is None:
+            counts = Counts()
+            if kept:
+                memo[STATE] = counts
+        if counts.trees is not trees:
+            counts.update(plan, trees)
+        found = counts.result(by_aggregate)
+    if with_largest:
+        found.largest = trees.largest(largest)
+    return found

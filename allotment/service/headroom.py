@@ -4,6 +4,7 @@ process's world, with the names renderers show."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from allotment.engine import headroom as engine
 from allotment.engine.extensions import ExtendedRequest
@@ -11,8 +12,8 @@ from allotment.engine.request import AllocationCandidatesRequest
 from allotment.world.sync import Replica
 
 
-@dataclass(frozen=True)
-class HostCount:
+class HostCount(NamedTuple):
+    # A tuple: a flavor's count at 10,000 hosts makes 10,000 of them.
     uuid: str
     name: str
     count: int
@@ -39,24 +40,37 @@ def compute(replica: Replica, request: AllocationCandidatesRequest | ExtendedReq
         return of_world(world, request)
 
 
+def _trees(world) -> engine.Trees:
+    """The trees at the world's current state (engine.headroom_trees),
+    worked out once per state for every request and kept in the world."""
+    kept = world.memo("headroom_trees")
+    trees = kept.get("trees")
+    if trees is None or not trees.unchanged(world.snapshot):
+        trees = kept["trees"] = engine.Trees(world.snapshot, trees)
+    return trees
+
+
 def of_world(world, request: AllocationCandidatesRequest | ExtendedRequest,
-             largest: dict[str, int] | None = None) -> Headroom:
-    """:func:`compute` over a world the caller already holds.  Each tree's
-    answer is kept in the world until the tree changes, per request."""
+             *, with_hosts: bool = True) -> Headroom:
+    """:func:`compute` over a world the caller already holds.  The count is
+    kept in the world, per request, and moved to the next state of the
+    world by counting again only the trees that changed.  ``with_hosts``
+    false leaves ``hosts`` empty (naming every host costs)."""
     snap = world.snapshot
     # Requests hold mappings (not hashable): their text names their kind.
     memo = world.memo(("headroom", repr(request)))
-    found = engine.count(snap, request, memo=memo, with_largest=largest is None)
-    if largest is not None:
-        found.largest = largest
-    hosts = sorted((HostCount(uuid, snap.name_of(snap.index[uuid]), n)
-                    for uuid, n in found.per_host.items()), key=lambda h: (h.name, h.uuid))
+    found = engine.count(snap, request, memo=memo, trees=_trees(world))
+    hosts = []
+    if with_hosts:
+        name_of, index = snap.name_of, snap.index
+        hosts = sorted((HostCount(uuid, name_of(index[uuid]), n)
+                        for uuid, n in found.per_host.items()), key=lambda h: (h.name, h.uuid))
     return Headroom(found.total, hosts, found.per_aggregate, found.largest)
 
 
 def compute_many(replica: Replica, requests: dict[str, AllocationCandidatesRequest],
-                 ) -> dict[str, Headroom]:
+                 *, with_hosts: bool = True) -> dict[str, Headroom]:
     """Several named requests (flavors) against one state of the world."""
     with replica.current() as world:
-        largest = engine.largest(world.snapshot)
-        return {name: of_world(world, req, largest) for name, req in requests.items()}
+        return {name: of_world(world, req, with_hosts=with_hosts)
+                for name, req in requests.items()}

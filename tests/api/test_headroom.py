@@ -92,17 +92,27 @@ def test_flavor_gauges(database_url, db):
     assert value(found, "allotment_largest_free_amount", resourcetype="VCPU") == 16
 
 
-def test_tree_answers_are_kept_between_requests(app, api):
+def test_counts_are_kept_and_only_changed_trees_counted_again(app, api, monkeypatch):
     from allotment.api.candidates_query import parse_allocation_candidates_query
+    from allotment.engine import headroom as engine
     from allotment.service import headroom as service
 
-    cloud(api)
+    w = cloud(api)
     request = parse_allocation_candidates_query([("resources", "VCPU:2,DISK_GB:10")],
                                                 (1, 39))
     replica = app.runtime.replica
     first = service.compute(replica, request)
-    with replica.current() as world:
-        kept = world.memo(("headroom", repr(request)))
-        assert len(kept) >= 4  # one entry per tree searched
-        kept.clear()
+    searched = []
+    search = engine._candidates
+    monkeypatch.setattr(engine, "_candidates",
+                        lambda plan, r: searched.append(r) or search(plan, r))
     assert service.compute(replica, request) == first
+    assert searched == []  # nothing changed: the kept count is the answer
+    w.use("cn3", {"VCPU": 4})
+    after = service.compute(replica, request)
+    assert len(searched) == 1  # cn3's tree alone
+    assert {h.name: h.count for h in after.hosts}["cn3"] == 6
+    assert after.total == first.total - 2
+    with replica.current() as world:
+        world.memo(("headroom", repr(request))).clear()
+    assert service.compute(replica, request) == after  # counted afresh: the same

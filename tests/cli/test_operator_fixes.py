@@ -41,6 +41,26 @@ def test_hosts_is_one_request(live):
     assert {h.name for h in found.hosts} == {"compute-1", "compute-2", "shared-disk"}
 
 
+class WithoutExtensions(CountingTransport):
+    """Answers as upstream Placement would: without the extensions' echo."""
+
+    def request(self, *args, **kw):
+        resp = super().request(*args, **kw)
+        resp.headers.pop("allotment-extensions", None)
+        return resp
+
+
+def test_hosts_against_a_service_without_the_extension_reads_each_provider(live):
+    with PlacementClient.from_url(live.url, token="admin") as client:
+        one = reports.host_list(client)
+        plain = WithoutExtensions(client.transport)
+        client.transport = plain
+        each = reports.host_list(client)
+    providers = sum(h.providers for h in one.hosts)
+    assert each.requests == plain.count == 1 + 4 * providers
+    assert each.as_dict() == one.as_dict()
+
+
 def test_hosts_filters_sorting_and_totals(live, capsys):
     code, out, _ = run(live, capsys, "hosts", "--trait", "CUSTOM_GOLD")
     assert code == 0

@@ -11,8 +11,10 @@ from hypothesis import strategies as st
 
 from allotment.engine import Snapshot
 from allotment.engine import headroom as engine
+from allotment.engine.headroom_trees import Trees
 from allotment.engine.live import LiveSnapshot
-from tests.engine.test_candidates_properties import PROFILE, Oracle, scenarios
+from allotment.engine.snapshot import SHARES_TRAIT
+from tests.engine.test_candidates_properties import PROFILE, Oracle, pid, scenarios
 
 
 def with_usage(world, used: dict) -> list:
@@ -97,3 +99,86 @@ def test_kept_tree_answers_equal_fresh_ones_after_a_change(scenario, pick, amoun
         rc = sorted(record.inventories)[0]
         snap.add_usage([(record.uuid, rc, amount)])
     assert engine.count(snap, req, memo=memo) == engine.count(snap, req)
+
+
+def copies(world, offset: int, busier: bool = False) -> tuple[list, dict[str, str]]:
+    """``world`` with a copy of every tree that no sharing provider is in
+    or serves: the same providers (traits, aggregates, usage, or one more
+    of each provider's first class used when ``busier``) under new UUIDs in
+    the same order; and copy root -> original root."""
+    oracle = Oracle(world)
+    sharing = {oracle.root(r.uuid) for r in world if SHARES_TRAIT in r.traits}
+    for r in world:
+        if SHARES_TRAIT in r.traits:
+            sharing |= oracle.served_roots(r.uuid)
+    new = {r.uuid: pid(offset + int(r.uuid[-12:])) for r in world
+           if oracle.root(r.uuid) not in sharing}
+
+    def used(r):
+        if not busier or not r.inventories:
+            return r.inventories
+        rc = sorted(r.inventories)[0]
+        inv = r.inventories[rc]
+        return {**r.inventories, rc: dataclasses.replace(inv, used=inv.used + 1)}
+
+    extra = [dataclasses.replace(r, uuid=new[r.uuid], inventories=used(r),
+                                 parent_uuid=new.get(r.parent_uuid) if r.parent_uuid else None)
+             for r in world if r.uuid in new]
+    return world + extra, {new[r]: r for r in oracle.roots() if r in new}
+
+
+@FEWER
+@given(scenarios())
+def test_trees_alike_are_counted_alike_and_as_by_brute_force(scenario):
+    # Trees with the same providers, usage and shape are counted once per
+    # request (engine.headroom_trees): each copy still counts as placing on
+    # it does.
+    # Copies with one more unit used are not alike.
+    world, req = scenario
+    doubled, original = copies(world, 1000)
+    more, busier = copies(doubled, 2000, busier=True)
+    got = engine.count(Snapshot.build(more), req)
+    for copy in [*original, *busier]:
+        assert got.per_host.get(copy, 0) == place(more, req, [copy])
+    if all(g.in_tree is None for g in req.groups):
+        for copy, root in original.items():
+            assert got.per_host.get(copy, 0) == got.per_host.get(root, 0)
+    assert got.total == place(more, req, Oracle(more).roots())
+
+
+def toggle_aggregate(snap: LiveSnapshot, world, pick: int) -> list:
+    """Put one provider in aggregate a1, or take it out (a tree replaced,
+    as the world does it): sharing providers may start or stop serving
+    trees.  Returns the records as they now are."""
+    oracle = Oracle(world)
+    record = world[pick % len(world)]
+    changed = dataclasses.replace(record, aggregates=record.aggregates ^ {"a1"})
+    world = [changed if r.uuid == record.uuid else r for r in world]
+    root = oracle.root(record.uuid)
+    snap.replace_trees([root], [r for r in world if Oracle(world).root(r.uuid) == root])
+    return world
+
+
+@FEWER
+@given(scenarios(), st.lists(st.tuples(st.booleans(), st.integers(0, 50), st.integers(-2, 3)),
+                             min_size=1, max_size=4))
+def test_kept_counts_follow_usage_and_regrouping(scenario, steps):
+    # As the service keeps them: one kept count per request, moved from
+    # state to state with the trees of the previous state.
+    world, req = scenario
+    snap = LiveSnapshot.build(world)
+    memo: dict = {}
+    trees = Trees(snap)
+    assert engine.count(snap, req, memo=memo, trees=trees) == engine.count(snap, req)
+    for regroup, pick, amount in steps:
+        if regroup:
+            world = toggle_aggregate(snap, world, pick)
+        else:
+            record = world[pick % len(world)]
+            if record.inventories:
+                rc = sorted(record.inventories)[0]
+                held = snap.used.get(record.uuid, {}).get(rc, 0)
+                snap.add_usage([(record.uuid, rc, max(amount, -held))])
+        if not trees.unchanged(snap):
+            trees = Trees(snap, trees)
+        assert engine.count(snap, req, memo=memo, trees=trees) == engine.count(snap, req)

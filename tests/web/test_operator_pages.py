@@ -29,9 +29,13 @@ def hosts_on(text: str) -> list[str]:
 def test_hosts_page_is_one_listing(api, world):
     name = "allotment_http_requests_total"
     listing = {"route": "/resource_providers", "method": "GET"}
-    before = value(scrape(api), name, **listing)
+    # One listing, and no reading of a provider's own (the listing's extension
+    # answered, so its client did not fall back to them).
+    one = {"route": "/resource_providers/{uuid}/inventories", "method": "GET"}
+    before = value(scrape(api), name, **listing), value(scrape(api), name, **one)
     assert api.get("/ui", headers=HTML).status == 200
-    assert value(scrape(api), name, **listing) - before == 1
+    assert value(scrape(api), name, **listing) - before[0] == 1
+    assert value(scrape(api), name, **one) == before[1]
 
 
 def test_filters_sort_and_totals(api, world):
