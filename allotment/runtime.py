@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from oslo_config import cfg
 
@@ -14,6 +13,3 @@ from allotment.storage.db import Database
 class Runtime:
     conf: cfg.ConfigOpts
     db: Database
-    # The routed application itself, for views that read through the API
-    # (set once the application is built).
-    app: Any = None

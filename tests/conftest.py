@@ -93,7 +93,7 @@ def conf(database_url, conf_overrides):
 
 @pytest.fixture
 def app(conf, db):
-    from allotment.api.app import create_app
+    from allotment.server.app import create_app
 
     return create_app(conf, db=db)
 

@@ -21,7 +21,7 @@ from allotment.cli.explain import explain, server_report
 from allotment.cli.output import FORMATS, bar, emit
 from allotment.client import LATEST, ApiError, ClientError, PlacementClient
 from allotment.client import report as reports
-from allotment.client.api import microversion_parse as parse_version
+from allotment.client.microversion import parse as parse_version
 
 # Exit status of `candidates` when nothing fits (as grep's "no match").
 NOTHING_FITS = 1

@@ -13,6 +13,14 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from allotment.client import exceptions, microversion
+from allotment.client._transports import (
+    HTTPTransport,
+    KeystoneTransport,
+    Params,
+    Response,
+    Transport,
+)
+from allotment.client._tree_sync import TreeSync
 from allotment.client.aggregates import Aggregates
 from allotment.client.allocations import Allocations
 from allotment.client.candidates import AllocationCandidatesAPI
@@ -20,15 +28,7 @@ from allotment.client.inventories import Inventories
 from allotment.client.providers import Providers
 from allotment.client.reshaper import Reshaper
 from allotment.client.resource_classes import ResourceClasses
-from allotment.client.sync import TreeSync
 from allotment.client.traits import ProviderTraits, Traits
-from allotment.client.transport import (
-    HTTPTransport,
-    KeystoneTransport,
-    Params,
-    Response,
-    Transport,
-)
 from allotment.client.usages import Usages
 
 if TYPE_CHECKING:
@@ -69,7 +69,7 @@ class PlacementClient:
         self.usages = Usages(self)
         self.allocation_candidates = AllocationCandidatesAPI(self)
         self.reshaper = Reshaper(self)
-        # Last known state of the trees this client synchronises (see sync.py).
+        # Last known state of the trees this client synchronises (see _tree_sync.py).
         self._sync = TreeSync(self)
 
     # -- construction ------------------------------------------------------

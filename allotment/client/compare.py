@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from allotment.client.api import PlacementClient
+from allotment.client._client import PlacementClient
 from allotment.client.microversion import LATEST
 
 

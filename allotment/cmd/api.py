@@ -89,7 +89,7 @@ class _Server(BaseApplication):
                 self.cfg.set("control_socket_disable", True)
 
     def load(self):
-        from allotment.api.app import create_app
+        from allotment.server.app import create_app
 
         return create_app(self._conf)
 

@@ -1,4 +1,10 @@
-"""Assemble the WSGI application: Falcon routes inside the middleware stack."""
+"""The composition root: the WSGI application, Falcon routes inside the
+middleware stack.
+
+The Placement API's resources and the web view's pages are built here, from
+what they are given (the runtime; for the pages, the routed API to read
+through), and mounted side by side.  Nothing below this module refers back
+to the application."""
 
 from __future__ import annotations
 
@@ -10,10 +16,11 @@ from oslo_middleware import cors as cors_mw
 from oslo_middleware import http_proxy_to_wsgi
 
 from allotment import errors
-from allotment.api import limits, metrics, middleware, rendering, routes
+from allotment.api import limits, metrics, middleware, rendering
 from allotment.auth import middleware as auth_middleware
 from allotment.auth.policy import Policy
 from allotment.runtime import Runtime
+from allotment.server import routes
 from allotment.service import setup
 from allotment.storage.db import Database
 from allotment.web import pages as web_pages
@@ -44,8 +51,7 @@ def create_app(conf: cfg.ConfigOpts, *, db: Database | None = None):
     app.req_options.strip_url_path_trailing_slash = False
     # Every body we send names its type; bodiless 201s must not get one.
     app.resp_options.default_media_type = None
-    runtime.app = app
-    for path, resource in routes.build(runtime):
+    for path, resource in routes.build(runtime, api=app):
         app.add_route(path, resource)
     app.add_error_handler(Exception, _unexpected_error)
     app.add_error_handler(falcon.HTTPError, _framework_error)

@@ -32,7 +32,7 @@ def test_other_origins_get_nothing(api):
 
 
 def test_without_cors_config_no_headers(database_url, db):
-    from allotment.api.app import create_app
+    from allotment.server.app import create_app
     from tests.client import Client
     from tests.conftest import make_conf
 

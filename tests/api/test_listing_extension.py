@@ -47,7 +47,7 @@ def test_an_unknown_level_is_refused(api):
 
 
 def test_each_added_reading_needs_its_own_rule(database_url, db, tmp_path):
-    from allotment.api.app import create_app
+    from allotment.server.app import create_app
     from tests.client import Client
     from tests.conftest import make_conf
 

@@ -6,7 +6,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from allotment import errors, telemetry
 from allotment.api import metrics as api_metrics
-from allotment.api.app import create_app
+from allotment.server.app import create_app
 from allotment.storage import db as db_mod
 from tests.api.candidate_helpers import World
 from tests.client import Client

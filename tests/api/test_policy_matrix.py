@@ -20,9 +20,9 @@ import uuid
 import pytest
 
 from allotment import conf as conf_mod
-from allotment.api.app import create_app
 from allotment.auth import policies
 from allotment.auth.policy import Policy
+from allotment.server.app import create_app
 from allotment.service import setup
 from allotment.storage import db as db_mod
 from allotment.storage import migration

@@ -24,7 +24,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from allotment.api.app import create_app
+from allotment.server.app import create_app
 from allotment.service import setup
 from allotment.storage import db as db_mod
 from allotment.storage import migration

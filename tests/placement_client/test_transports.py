@@ -7,9 +7,9 @@ from keystoneauth1 import adapter, session, token_endpoint
 
 from allotment.client import (
     PlacementClient,
-    PlacementDirect,
     exceptions,
 )
+from allotment.server.direct import PlacementDirect
 from tests.conftest import make_conf
 from tests.placement_client.helpers import new_uuid
 
