@@ -7,8 +7,8 @@ from __future__ import annotations
 from allotment.server.app import create_app
 from tests.api.candidate_helpers import World
 from tests.api.test_metrics import scrape, value
-from tests.client import Client
 from tests.conftest import make_conf
+from tests.harness.wsgi_client import Client
 
 EXT = {"Allotment-Extensions": "1"}
 

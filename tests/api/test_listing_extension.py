@@ -48,8 +48,8 @@ def test_an_unknown_level_is_refused(api):
 
 def test_each_added_reading_needs_its_own_rule(database_url, db, tmp_path):
     from allotment.server.app import create_app
-    from tests.client import Client
     from tests.conftest import make_conf
+    from tests.harness.wsgi_client import Client
 
     policy = tmp_path / "policy.yaml"
     policy.write_text('"placement:resource_providers:traits:list": "!"\n')

@@ -9,8 +9,8 @@ from allotment.api import metrics as api_metrics
 from allotment.server.app import create_app
 from allotment.storage import db as db_mod
 from tests.api.candidate_helpers import World
-from tests.client import Client
 from tests.conftest import make_conf
+from tests.harness.wsgi_client import Client
 
 # openstack-exporter's placement collector (exporters/placement.go): every
 # series it exports, with its labels, as dashboards and alerts name them.

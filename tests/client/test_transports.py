@@ -10,8 +10,8 @@ from allotment.client import (
     exceptions,
 )
 from allotment.server.direct import PlacementDirect
+from tests.client.helpers import new_uuid
 from tests.conftest import make_conf
-from tests.placement_client.helpers import new_uuid
 
 
 def test_keystone_session_and_adapter(live_server, db):
