@@ -29,7 +29,7 @@ from allotment.client import (
     ReshapeNeeded,
     TreeUpdater,
 )
-from allotment.server.direct import PlacementDirect
+from allotment.server.in_process import PlacementDirect
 
 VGPU = "VGPU"
 GPU_TRAIT = "CUSTOM_PHYSICAL_GPU"

@@ -7,7 +7,7 @@ Quick start::
     client = PlacementClient.from_url("http://placement:8778", token="admin")
 
 The client imports nothing of the server: in-process access to allotment
-(:class:`allotment.server.direct.PlacementDirect`) is on the server's side
+(:class:`allotment.server.in_process.PlacementDirect`) is on the server's side
 and reaches the client only as a WSGI callable given to
 :class:`DirectTransport`.  The modules whose names begin with ``_`` are
 private; what is public is in ``__all__``.  See docs/client.md.
@@ -41,9 +41,9 @@ from allotment.client.exceptions import (
     TransportError,
     Unauthorized,
 )
-from allotment.client.microversion import LATEST
 from allotment.client.provider_tree import ProviderData, ProviderTree
 from allotment.client.providers import Provider
+from allotment.client.versions import LATEST
 
 __all__ = [
     "LATEST",

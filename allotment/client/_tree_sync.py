@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 from allotment.client import exceptions as exc
-from allotment.client import microversion as mv
+from allotment.client import versions as mv
 from allotment.client.aggregates import Aggregates
 from allotment.client.inventories import Inventories, capacity
 from allotment.client.provider_tree import ProviderTree

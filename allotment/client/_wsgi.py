@@ -2,7 +2,7 @@
 
 :class:`DirectTransport` knows nothing of the server it calls: it is given
 a WSGI callable (allotment's application, built by
-:class:`allotment.server.direct.PlacementDirect`, or any other) and turns
+:class:`allotment.server.in_process.PlacementDirect`, or any other) and turns
 each request into an environ for it.
 """
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from allotment.client._client import PlacementClient
-from allotment.client.microversion import LATEST
+from allotment.client.versions import LATEST
 
 
 @dataclass(frozen=True)

@@ -17,13 +17,15 @@ from oslo_middleware import http_proxy_to_wsgi
 
 from allotment import errors
 from allotment.api import limits, metrics, middleware, rendering
-from allotment.auth import middleware as auth_middleware
+from allotment.api import routes as api_routes
+from allotment.auth import authenticate as auth_middleware
 from allotment.auth.policy import Policy
+from allotment.client import WSGIApp
 from allotment.runtime import Runtime
-from allotment.server import routes
 from allotment.service import setup
 from allotment.storage.db import Database
 from allotment.web import pages as web_pages
+from allotment.web import routes as web_routes
 from allotment.web import session as web_session
 
 LOG = logging.getLogger(__name__)
@@ -51,7 +53,7 @@ def create_app(conf: cfg.ConfigOpts, *, db: Database | None = None):
     app.req_options.strip_url_path_trailing_slash = False
     # Every body we send names its type; bodiless 201s must not get one.
     app.resp_options.default_media_type = None
-    for path, resource in routes.build(runtime, api=app):
+    for path, resource in routes(runtime, api=app):
         app.add_route(path, resource)
     app.add_error_handler(Exception, _unexpected_error)
     app.add_error_handler(falcon.HTTPError, _framework_error)
@@ -74,6 +76,12 @@ def create_app(conf: cfg.ConfigOpts, *, db: Database | None = None):
     # The routed application, for whoever needs to list what is served.
     outer.falcon_app = app
     return outer
+
+
+def routes(runtime: Runtime, api: WSGIApp) -> list[tuple[str, object]]:
+    """Every URL served: the Placement API's, then the web view's, whose
+    pages read through ``api`` (the routed application)."""
+    return api_routes.build(runtime) + web_routes.build(runtime, api)
 
 
 def _render(req: falcon.Request, resp: falcon.Response,

@@ -18,7 +18,7 @@ import pytest
 import requests
 
 from allotment.client import PlacementClient
-from allotment.server.direct import PlacementDirect
+from allotment.server.in_process import PlacementDirect
 from tests.conftest import make_conf
 
 BIN = Path(sys.executable).parent

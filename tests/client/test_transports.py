@@ -9,7 +9,7 @@ from allotment.client import (
     PlacementClient,
     exceptions,
 )
-from allotment.server.direct import PlacementDirect
+from allotment.server.in_process import PlacementDirect
 from tests.client.helpers import new_uuid
 from tests.conftest import make_conf
 
