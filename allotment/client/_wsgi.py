@@ -18,7 +18,8 @@ from allotment.client._transports import Params, Response, encode_body, query_st
 
 WSGIApp = Callable[[dict, Callable], Iterable[bytes]]
 
-# The in-process caller is trusted by default (see PlacementDirect).
+# Sent unless told otherwise: a caller in the same process as the
+# application usually holds its database credentials already.
 ADMIN_TOKEN = "admin"
 
 
