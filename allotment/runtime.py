@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from oslo_config import cfg
 
@@ -17,6 +16,3 @@ class Runtime:
     db: Database
     # This process's copy of the provider world, kept current from db's feed.
     replica: Replica | None = None
-    # The routed application itself, for views that read through the API
-    # (set once the application is built).
-    app: Any = None

@@ -11,7 +11,7 @@ from allotment import conf as conf_mod
 
 
 def init_application():
-    from allotment.api.app import create_app
+    from allotment.server.app import create_app
 
     return create_app(conf_mod.load())
 

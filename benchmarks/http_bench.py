@@ -31,7 +31,7 @@ import webob
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from allotment import conf as conf_mod
-from allotment.api.app import create_app
+from allotment.server.app import create_app
 from allotment.service import allocations as alloc_service
 from allotment.service.consumers import ConsumerRequest
 from allotment.storage import feed, provider_traits, tables

@@ -32,10 +32,10 @@ import webob
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from allotment import conf as conf_mod
-from allotment.api.app import create_app
 from allotment.cli import main as cli_main
 from allotment.client import DirectTransport, PlacementClient
 from allotment.client import report as reports
+from allotment.server.app import create_app
 from allotment.storage.db import Database, create_engine
 from benchmarks import http_bench
 from benchmarks.http_bench import build_world

@@ -25,11 +25,11 @@ from collections.abc import Callable, Mapping
 
 from allotment.client import (
     PlacementClient,
-    PlacementDirect,
     ProviderTree,
     ReshapeNeeded,
     TreeUpdater,
 )
+from allotment.server.in_process import PlacementDirect
 
 VGPU = "VGPU"
 GPU_TRAIT = "CUSTOM_PHYSICAL_GPU"

@@ -14,9 +14,9 @@ from allotment import conf as conf_mod
 from allotment.service import setup
 from allotment.storage import db as db_mod
 from allotment.storage import feed, migration, tables
-from tests.client import Client
 from tests.harness import backends
 from tests.harness.backends import BACKENDS
+from tests.harness.wsgi_client import Client
 
 # Tables holding user data, children before parents.
 _DATA_TABLES = (
@@ -93,7 +93,7 @@ def conf(database_url, conf_overrides):
 
 @pytest.fixture
 def app(conf, db):
-    from allotment.api.app import create_app
+    from allotment.server.app import create_app
 
     return create_app(conf, db=db)
 

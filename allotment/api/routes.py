@@ -1,4 +1,7 @@
-"""Every URL of the Placement API and the resource that serves it."""
+"""Every URL of the Placement API and the resource that serves it.
+
+The web view's URLs are its own (allotment.web.routes); the composition
+root (allotment.server.app) mounts both on one application."""
 
 from __future__ import annotations
 
@@ -20,7 +23,6 @@ from allotment.api import (
 )
 from allotment.api.openapi.resource import OpenApiDocument
 from allotment.runtime import Runtime
-from allotment.web import session, static, views
 
 OPENAPI_PATH = "/openapi.json"
 
@@ -51,11 +53,4 @@ def build(runtime: Runtime) -> list[tuple[str, object]]:
         ("/reshaper", reshaper.Reshaper(runtime)),
         (OPENAPI_PATH, OpenApiDocument(runtime)),
         (metrics.METRICS_PATH, metrics.Metrics(runtime)),
-        ("/ui", views.Hosts(runtime)),
-        ("/ui/trees/{uuid}", views.Tree(runtime)),
-        ("/ui/capacity", views.Capacity(runtime)),
-        ("/ui/login", session.Login(runtime)),
-        ("/ui/logout", session.Logout(runtime)),
-        ("/ui/static/{name}", static.Static(runtime)),
-        ("/favicon.ico", static.Favicon(runtime)),
     ]

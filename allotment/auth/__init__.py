@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from oslo_config import cfg
 
-    from allotment.auth.middleware import WSGIApp
+    from allotment.auth.authenticate import WSGIApp
     from allotment.context import PolicyChecker
 
 
 def wrap(app: WSGIApp, conf: cfg.ConfigOpts, policy: PolicyChecker) -> WSGIApp:
-    """See :func:`allotment.auth.middleware.wrap`."""
-    from allotment.auth import middleware
+    """See :func:`allotment.auth.authenticate.wrap`."""
+    from allotment.auth import authenticate as middleware
 
     return middleware.wrap(app, conf, policy)

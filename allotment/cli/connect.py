@@ -14,7 +14,8 @@ import click
 import yaml
 from keystoneauth1 import loading, session
 
-from allotment.client import PlacementClient, PlacementDirect
+from allotment.client import PlacementClient
+from allotment.server.in_process import PlacementDirect
 
 CLOUDS_YAML = (Path("clouds.yaml"), Path.home() / ".config/openstack/clouds.yaml",
                Path("/etc/openstack/clouds.yaml"))

@@ -14,14 +14,14 @@ from typing import Any
 
 import click
 
-from allotment.cli import candidates as cand
-from allotment.cli import compare
+from allotment.cli import candidates_command as cand
+from allotment.cli import compare_command as compare
 from allotment.cli.connect import make_client
-from allotment.cli.explain import explain, server_report
+from allotment.cli.fit_reasons import explain, server_report
 from allotment.cli.output import FORMATS, bar, emit
 from allotment.client import LATEST, ApiError, ClientError, PlacementClient
 from allotment.client import report as reports
-from allotment.client.api import microversion_parse as parse_version
+from allotment.client.versions import parse as parse_version
 
 # Exit status of `candidates` when nothing fits (as grep's "no match").
 NOTHING_FITS = 1

@@ -2,18 +2,22 @@
 
 Quick start::
 
-    from allotment.client import PlacementClient, PlacementDirect
+    from allotment.client import PlacementClient
 
     client = PlacementClient.from_url("http://placement:8778", token="admin")
-    with PlacementDirect(database_url="sqlite:///placement.sqlite") as direct:
-        ...
 
-See docs/client.md for the guide.
+The client imports nothing of the server: in-process access to allotment
+(:class:`allotment.server.in_process.PlacementDirect`) is on the server's side
+and reaches the client only as a WSGI callable given to
+:class:`DirectTransport`.  The modules whose names begin with ``_`` are
+private; what is public is in ``__all__``.  See docs/client.md.
 """
 
-from allotment.client.api import PlacementClient
+from allotment.client._client import PlacementClient
+from allotment.client._transports import HTTPTransport, KeystoneTransport, Response, Transport
+from allotment.client._tree_updater import TreeDriver, TreeUpdater
+from allotment.client._wsgi import DirectTransport, WSGIApp
 from allotment.client.candidates import Candidates, CandidatesRequest, RequestGroup
-from allotment.client.direct import DirectTransport, PlacementDirect
 from allotment.client.exceptions import (
     ApiError,
     BadRequest,
@@ -37,11 +41,9 @@ from allotment.client.exceptions import (
     TransportError,
     Unauthorized,
 )
-from allotment.client.microversion import LATEST
 from allotment.client.provider_tree import ProviderData, ProviderTree
 from allotment.client.providers import Provider
-from allotment.client.reshape import TreeDriver, TreeUpdater
-from allotment.client.transport import HTTPTransport, KeystoneTransport, Response, Transport
+from allotment.client.versions import LATEST
 
 __all__ = [
     "LATEST",
@@ -65,7 +67,6 @@ __all__ = [
     "NotAcceptable",
     "NotFound",
     "PlacementClient",
-    "PlacementDirect",
     "Provider",
     "ProviderData",
     "ProviderTree",
@@ -81,4 +82,5 @@ __all__ = [
     "TreeDriver",
     "TreeUpdater",
     "Unauthorized",
+    "WSGIApp",
 ]

@@ -2,15 +2,39 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol
 from urllib.parse import quote
 
-if TYPE_CHECKING:
-    from allotment.client.api import PlacementClient
+from allotment.client._transports import Params, Response
+
+
+class Requester(Protocol):
+    """What a noun needs of the client: requests sent at a microversion.
+
+    :class:`~allotment.client.PlacementClient` is one; typing the nouns
+    against this rather than the client keeps the client's modules free of
+    a circle (the client holds the nouns, the nouns do not know the client).
+    """
+
+    def version_for(self, version: str | None) -> str: ...
+
+    def request(self, method: str, path: str, *, version: str | None = None,
+                params: Params = None, json: Any = None,
+                headers: Mapping[str, str] | None = None,
+                ok: Iterable[int] = (200, 201, 204)) -> Response: ...
+
+    def get(self, path: str, **kw: Any) -> Response: ...
+
+    def put(self, path: str, json: Any = None, **kw: Any) -> Response: ...
+
+    def post(self, path: str, json: Any = None, **kw: Any) -> Response: ...
+
+    def delete(self, path: str, **kw: Any) -> Response: ...
 
 
 class Noun:
-    def __init__(self, client: PlacementClient) -> None:
+    def __init__(self, client: Requester) -> None:
         self._client = client
 
     def _version(self, version: str | None) -> str:

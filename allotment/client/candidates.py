@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
 
-from allotment.client import microversion as mv
+from allotment.client import versions as mv
 from allotment.client._base import Noun, csv
 
 GROUP_POLICIES = ("none", "isolate")

@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from allotment.client.api import PlacementClient
-from allotment.client.microversion import LATEST
+from allotment.client._client import PlacementClient
+from allotment.client.versions import LATEST
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from allotment.client import microversion as mv
+from allotment.client import versions as mv
 from allotment.client._base import Noun, seg
 
 # What the service assumes for a field a request leaves out.

@@ -14,7 +14,7 @@ from allotment.client.inventories import normalise
 from allotment.client.providers import Provider
 
 if TYPE_CHECKING:
-    from allotment.client.api import PlacementClient
+    from allotment.client._client import PlacementClient
 
 EXTENSIONS_HEADER = "Allotment-Extensions"
 EXTENSIONS_LEVEL = "1"

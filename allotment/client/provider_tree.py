@@ -4,7 +4,7 @@ A :class:`ProviderTree` holds one or more trees (a host's tree and the
 sharing providers associated with it are typical), each provider with its
 inventory, traits and aggregates.  Drivers describe the tree they *want*
 by editing a copy; the client compares that with what the service has and
-writes the difference (see sync.py).  Providers are found by uuid or by
+writes the difference (see _tree_sync.py).  Providers are found by uuid or by
 name: Placement keeps names unique, so either identifies one provider.
 """
 

@@ -23,7 +23,7 @@ from allotment.client.provider_details import (
 from allotment.client.providers import Provider, parents_first
 
 if TYPE_CHECKING:
-    from allotment.client.api import PlacementClient
+    from allotment.client._client import PlacementClient
 
 SHARING_TRAIT = "MISC_SHARES_VIA_AGGREGATE"
 

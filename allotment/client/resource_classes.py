@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from allotment.client import microversion as mv
+from allotment.client import versions as mv
 from allotment.client._base import Noun, seg
 from allotment.client.exceptions import NotFound
 

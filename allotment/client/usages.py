@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from allotment.client import microversion as mv
+from allotment.client import versions as mv
 from allotment.client._base import Noun, seg
 
 

@@ -12,7 +12,7 @@ from gunicorn.app.base import BaseApplication
 
 from allotment import telemetry
 from allotment.cmd import common
-from allotment.cmd.worker import DeadlineSyncWorker
+from allotment.server.worker import DeadlineSyncWorker
 from allotment.service import setup
 from allotment.storage import db as db_mod
 
@@ -59,9 +59,9 @@ class _Server(BaseApplication):
             # Each worker builds its own app (own connection pool) after fork.
             "preload_app": False,
             "accesslog": "-",
-            "logger_class": "allotment.cmd.access_log.AccessLogger",
+            "logger_class": "allotment.server.access_log.AccessLogger",
             "timeout": 120,
-            "worker_class": "allotment.cmd.worker.DeadlineSyncWorker",
+            "worker_class": "allotment.server.worker.DeadlineSyncWorker",
             # gunicorn's largest request line (its default is 4094): the
             # application's own bound, [allotment] max_query_string_length,
             # answers longer query strings with a 414 of Placement's shape.
@@ -89,7 +89,7 @@ class _Server(BaseApplication):
                 self.cfg.set("control_socket_disable", True)
 
     def load(self):
-        from allotment.api.app import create_app
+        from allotment.server.app import create_app
 
         return create_app(self._conf)
 

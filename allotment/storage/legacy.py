@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import datetime
 import json
+from collections.abc import Callable
 
 import os_resource_classes
 import sqlalchemy as sa
-from alembic import command
 from sqlalchemy.engine import Connection, Engine
 
 from allotment.storage import tables
@@ -62,10 +62,13 @@ def class_ids(rows: list[tuple[int, str]]) -> dict[int, int]:
     return mapping
 
 
-def convert(engine: Engine) -> None:
-    """Rewrite an earlier allotment's database into upstream's tables."""
-    from allotment.storage import migration
+def convert(engine: Engine, create_upstream: Callable[[Connection], None]) -> None:
+    """Rewrite an earlier allotment's database into upstream's tables.
 
+    ``create_upstream(conn)`` creates upstream's tables inside the
+    conversion's transaction (the migrations module, which calls this, knows
+    how; passing it in keeps the two modules from importing each other).
+    """
     with engine.connect() as conn:
         names = set(sa.inspect(conn).get_table_names())
         if any(name.startswith("legacy_") for name in names):
@@ -80,10 +83,7 @@ def convert(engine: Engine) -> None:
                 conn.exec_driver_sql(f"ALTER TABLE {name} RENAME TO legacy_{name}")
             if "placement_state" in names:
                 conn.exec_driver_sql("DROP TABLE placement_state")
-            conn.exec_driver_sql(f"DELETE FROM {migration.UPSTREAM_VERSIONS}")
-            cfg = migration.alembic_config(engine, upstream=True)
-            cfg.attributes["connection"] = conn
-            command.upgrade(cfg, migration.UPSTREAM_HEAD)
+            create_upstream(conn)
             _copy(conn)
             for name in reversed(DATA_TABLES):
                 conn.exec_driver_sql(f"DROP TABLE legacy_{name}")

@@ -30,7 +30,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Engine
 
-from allotment.storage import foreign, tables
+from allotment.storage import foreign, legacy, tables
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 # Upstream Placement's last revision, which allotment's schema builds on.
@@ -158,9 +158,7 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
     """
     found = check(engine)
     if found.upstream in LEGACY:
-        from allotment.storage import legacy
-
-        legacy.convert(engine)
+        legacy.convert(engine, lambda conn: _create_upstream(engine, conn))
     elif found.empty:
         command.upgrade(alembic_config(engine, upstream=True), UPSTREAM_HEAD)
     command.upgrade(alembic_config(engine), revision)
@@ -170,6 +168,14 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
             # restore that left them out): without them other writers'
             # changes would never reach the world.
             foreign.install(conn)
+
+
+def _create_upstream(engine: Engine, conn) -> None:
+    """Upstream's tables, on ``conn`` (inside the caller's transaction)."""
+    conn.exec_driver_sql(f"DELETE FROM {UPSTREAM_VERSIONS}")
+    cfg = alembic_config(engine, upstream=True)
+    cfg.attributes["connection"] = conn
+    command.upgrade(cfg, UPSTREAM_HEAD)
 
 
 def triggers_complete(conn) -> bool:

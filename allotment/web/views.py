@@ -4,6 +4,8 @@
 Each page reads through the API itself, in-process, with the caller's own
 request context: every number is the one the API gives, and every read is
 checked against the API's policy rules, on top of the web view's own rule.
+The composition root (allotment.server.app) gives each page the routed API
+as a WSGI callable, for a :class:`~allotment.client.DirectTransport`.
 The host list is one read of every provider with its details (the listing
 extension), so it costs the same whatever the size of the cloud; the page
 shows one page of hosts at a time.
@@ -18,10 +20,10 @@ from urllib.parse import parse_qsl
 import falcon
 
 from allotment import errors
-from allotment.api.resource import authorize
 from allotment.auth.policies import WEB_VIEW
-from allotment.client import ApiError, ClientError, DirectTransport, PlacementClient
+from allotment.client import ApiError, ClientError, DirectTransport, PlacementClient, WSGIApp
 from allotment.client import report as reports
+from allotment.runtime import Runtime
 from allotment.web import pages
 
 _ERRORS = {400: errors.BadRequest, 403: errors.Forbidden, 404: errors.NotFound,
@@ -34,12 +36,13 @@ class _Page:
     # Pages answer HTML: an Accept header without JSON in it is fine here.
     serves = "text/html"
 
-    def __init__(self, runtime) -> None:
+    def __init__(self, runtime: Runtime, api: WSGIApp) -> None:
         self.runtime = runtime
+        self.api = api
 
     @contextmanager
     def client(self, req: falcon.Request) -> Iterator[PlacementClient]:
-        transport = DirectTransport(self.runtime.app, token=None, environ={
+        transport = DirectTransport(self.api, token=None, environ={
             "allotment.context": req.context.ctx,
             "openstack.request_id": req.env.get("openstack.request_id"),
         })
@@ -63,7 +66,7 @@ def _int_param(req: falcon.Request, name: str, default: int, low: int, high: int
 
 class Hosts(_Page):
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        authorize(req, WEB_VIEW)
+        req.context.ctx.can(WEB_VIEW)
         query = req.get_param("q", default="") or ""
         aggregate = req.get_param("aggregate") or None
         trait = req.get_param("trait") or None
@@ -94,7 +97,7 @@ class Hosts(_Page):
 
 class Tree(_Page):
     def on_get(self, req: falcon.Request, resp: falcon.Response, uuid: str) -> None:
-        authorize(req, WEB_VIEW)
+        req.context.ctx.can(WEB_VIEW)
         with self.client(req) as client:
             try:
                 tree = reports.tree_report(client, uuid)
@@ -117,7 +120,7 @@ class Capacity(_Page):
     """How many more instances of a request fit (the headroom extension)."""
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        authorize(req, WEB_VIEW)
+        req.context.ctx.can(WEB_VIEW)
         wanted = (req.get_param("request") or "").strip()
         room = None
         if wanted:

@@ -18,7 +18,7 @@ from oslo_policy import opts as policy_opts
 from wsgi_intercept import interceptor
 
 from allotment import conf as allotment_conf
-from allotment.api.app import create_app
+from allotment.server.app import create_app
 from allotment.storage import db as db_mod
 from allotment_nova_fixture import database as database_fixture
 

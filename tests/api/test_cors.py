@@ -32,9 +32,9 @@ def test_other_origins_get_nothing(api):
 
 
 def test_without_cors_config_no_headers(database_url, db):
-    from allotment.api.app import create_app
-    from tests.client import Client
+    from allotment.server.app import create_app
     from tests.conftest import make_conf
+    from tests.harness.wsgi_client import Client
 
     resp = Client(create_app(make_conf(database_url), db=db)).get(
         "/", headers={"Origin": ORIGIN})

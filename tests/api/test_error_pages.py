@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.client import Client
+from tests.harness.wsgi_client import Client
 
 UNKNOWN = "/resource_providers/bc8d9d50-7b0d-45ef-839c-e7b5e1c4e8fd"
 NOT_FOUND = "The resource could not be found."

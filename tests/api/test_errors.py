@@ -92,7 +92,7 @@ def test_accept_allowing_json_is_fine(api, accept):
 
 
 def test_missing_token_is_401(app):
-    from tests.client import Client
+    from tests.harness.wsgi_client import Client
 
     resp = Client(app, token=None).get("/resource_classes")
     assert resp.status == 401
@@ -100,7 +100,7 @@ def test_missing_token_is_401(app):
 
 
 def test_policy_denial_is_403_in_placement_shape(app):
-    from tests.client import Client
+    from tests.harness.wsgi_client import Client
 
     resp = Client(app, token="someuser:someproject").post(
         "/resource_classes", json={"name": "CUSTOM_NOPE"})
@@ -125,7 +125,7 @@ def test_multi_line_detail_is_flattened_to_one_line(api):
 
 
 def test_policy_denial_and_scope_mismatch_are_worded_apart(app):
-    from tests.client import Client
+    from tests.harness.wsgi_client import Client
 
     # A project member refused by the rules: the sentence naming the action.
     member = Client(app, token="user").get(

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.client import Client
+from tests.harness.wsgi_client import Client
 
 EXT = {"Allotment-Extensions": "1"}
 

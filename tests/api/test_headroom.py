@@ -4,11 +4,11 @@ a 30 GB pool, a host with its own disk, a host with two NUMA nodes."""
 
 from __future__ import annotations
 
-from allotment.api.app import create_app
+from allotment.server.app import create_app
 from tests.api.candidate_helpers import World
 from tests.api.test_metrics import scrape, value
-from tests.client import Client
 from tests.conftest import make_conf
+from tests.harness.wsgi_client import Client
 
 EXT = {"Allotment-Extensions": "1"}
 

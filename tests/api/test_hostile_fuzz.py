@@ -19,13 +19,13 @@ import webob
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from allotment.api import routes
 from allotment.runtime import Runtime
+from allotment.server.app import routes
 from tests.api.test_resource_providers import create
 
 RP = "6a5b4c3d-2e1f-4a0b-9c8d-7e6f5a4b3c2d"
 CONSUMER = "1f2e3d4c-5b6a-4978-8a9b-0c1d2e3f4a5b"
-RESOURCES = dict(routes.build(Runtime(conf=None, db=None)))
+RESOURCES = dict(routes(Runtime(conf=None, db=None), api=None))
 TEMPLATES = list(RESOURCES)
 
 PATH_VALUES = {

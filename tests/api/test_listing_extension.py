@@ -47,9 +47,9 @@ def test_an_unknown_level_is_refused(api):
 
 
 def test_each_added_reading_needs_its_own_rule(database_url, db, tmp_path):
-    from allotment.api.app import create_app
-    from tests.client import Client
+    from allotment.server.app import create_app
     from tests.conftest import make_conf
+    from tests.harness.wsgi_client import Client
 
     policy = tmp_path / "policy.yaml"
     policy.write_text('"placement:resource_providers:traits:list": "!"\n')

@@ -6,11 +6,11 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from allotment import errors, telemetry
 from allotment.api import metrics as api_metrics
-from allotment.api.app import create_app
+from allotment.server.app import create_app
 from allotment.storage import db as db_mod
 from tests.api.candidate_helpers import World
-from tests.client import Client
 from tests.conftest import make_conf
+from tests.harness.wsgi_client import Client
 
 # openstack-exporter's placement collector (exporters/placement.go): every
 # series it exports, with its labels, as dashboards and alerts name them.

@@ -20,15 +20,15 @@ import uuid
 import pytest
 
 from allotment import conf as conf_mod
-from allotment.api.app import create_app
 from allotment.auth import policies
 from allotment.auth.policy import Policy
+from allotment.server.app import create_app
 from allotment.service import setup
 from allotment.storage import db as db_mod
 from allotment.storage import migration
-from tests.client import Client
+from tests.auth.test_policy import UPSTREAM_RULES
 from tests.harness.keystone import FakeKeystone
-from tests.unit.test_policy import UPSTREAM_RULES
+from tests.harness.wsgi_client import Client
 
 PROJECT = "project-a"
 OTHER_PROJECT = "project-b"
@@ -60,7 +60,7 @@ MODES = {
 }
 
 # The base rule each of upstream's API rules names by default
-# (tests/unit/test_policy.py holds upstream's check strings).  A new rule
+# (tests/auth/test_policy.py holds upstream's check strings).  A new rule
 # must be added there (and to ALLOWED) to pass.
 ADMIN_OR_SERVICE, SERVICE, ADMIN_OR_PROJECT_READER_OR_SERVICE = (
     "admin_or_service", "service", "admin_or_project_reader_or_service")

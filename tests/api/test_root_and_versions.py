@@ -6,7 +6,7 @@ import email.utils
 
 import pytest
 
-from tests.client import Client
+from tests.harness.wsgi_client import Client
 
 
 def test_root_lists_the_version_range_without_a_token(app):

@@ -6,7 +6,7 @@ import click
 import pytest
 from keystoneauth1.identity import generic, v3
 
-from allotment.cli import candidates as cand
+from allotment.cli import candidates_command as cand
 from allotment.cli.connect import keystone_session
 from allotment.cli.output import bar
 

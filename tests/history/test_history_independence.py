@@ -24,12 +24,12 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from allotment.api.app import create_app
+from allotment.server.app import create_app
 from allotment.service import setup
 from allotment.storage import db as db_mod
 from allotment.storage import migration
-from tests.client import Client
 from tests.conftest import clean, make_conf
+from tests.harness.wsgi_client import Client
 
 EXAMPLES = int(os.environ.get("ALLOTMENT_HISTORY_EXAMPLES", "30"))
 EXT = {"Allotment-Extensions": "1"}

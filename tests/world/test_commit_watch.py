@@ -311,7 +311,7 @@ def test_a_question_asked_ahead_on_a_dead_connection_gives_way(db, feed_reads, m
 
 def test_a_read_over_http_takes_the_answer_it_asked_for_ahead(app, db, database_url,
                                                              monkeypatch):
-    from tests.client import Client
+    from tests.harness.wsgi_client import Client
 
     _postgresql_probe(db, monkeypatch)
     api = Client(app)

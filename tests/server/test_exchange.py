@@ -1,4 +1,4 @@
-"""allotment-api's short path for plain requests (allotment/cmd/exchange.py).
+"""allotment-api's short path for plain requests (allotment/server/exchange.py).
 
 A plain request must reach the application exactly as gunicorn would hand it
 over, and anything else must reach gunicorn byte for byte.  The first half
@@ -18,8 +18,8 @@ from gunicorn.config import Config
 from gunicorn.http import wsgi
 from gunicorn.http.parser import RequestParser
 
-from allotment.cmd import exchange
-from allotment.cmd.worker import DeadlineSocket
+from allotment.server import exchange
+from allotment.server.worker import DeadlineSocket
 from tests.harness.servers import start_allotment
 
 SERVER = ("127.0.0.1", 8778)
@@ -309,7 +309,7 @@ class _Log:
 
 
 def _worker(app):
-    from allotment.cmd.worker import DeadlineSyncWorker
+    from allotment.server.worker import DeadlineSyncWorker
 
     worker = DeadlineSyncWorker.__new__(DeadlineSyncWorker)
     worker.cfg, worker.wsgi, worker.log = _cfg(), app, _Log()

@@ -1,4 +1,10 @@
-"""Assemble the WSGI application: Falcon routes inside the middleware stack."""
+"""The composition root: the WSGI application, Falcon routes inside the
+middleware stack.
+
+The Placement API's resources and the web view's pages are built here, from
+what they are given (the runtime; for the pages, the routed API to read
+through), and mounted side by side.  Nothing below this module refers back
+to the application."""
 
 from __future__ import annotations
 
@@ -10,13 +16,16 @@ from oslo_middleware import cors as cors_mw
 from oslo_middleware import http_proxy_to_wsgi
 
 from allotment import errors
-from allotment.api import limits, metrics, middleware, rendering, routes
-from allotment.auth import middleware as auth_middleware
+from allotment.api import limits, metrics, middleware, rendering
+from allotment.api import routes as api_routes
+from allotment.auth import authenticate as auth_middleware
 from allotment.auth.policy import Policy
+from allotment.client import WSGIApp
 from allotment.runtime import Runtime
 from allotment.service import setup
 from allotment.storage.db import Database
 from allotment.web import pages as web_pages
+from allotment.web import routes as web_routes
 from allotment.web import session as web_session
 
 LOG = logging.getLogger(__name__)
@@ -46,8 +55,7 @@ def create_app(conf: cfg.ConfigOpts, *, db: Database | None = None):
     # The web view reads through the routed application in process; the
     # echo of Allotment-Extensions tells its client that the listing
     # extension answered (without it the client reads provider by provider).
-    runtime.app = middleware.ExtensionsEcho(app)
-    for path, resource in routes.build(runtime):
+    for path, resource in routes(runtime, api=middleware.ExtensionsEcho(app)):
         app.add_route(path, resource)
     app.add_error_handler(Exception, _unexpected_error)
     app.add_error_handler(falcon.HTTPError, _framework_error)
@@ -71,6 +79,12 @@ def create_app(conf: cfg.ConfigOpts, *, db: Database | None = None):
     outer.falcon_app = app
     outer.runtime = runtime
     return outer
+
+
+def routes(runtime: Runtime, api: WSGIApp) -> list[tuple[str, object]]:
+    """Every URL served: the Placement API's, then the web view's, whose
+    pages read through ``api`` (the routed application)."""
+    return api_routes.build(runtime) + web_routes.build(runtime, api)
 
 
 def _render(req: falcon.Request, resp: falcon.Response,

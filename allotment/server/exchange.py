@@ -78,7 +78,7 @@ def read_plain(sock: Any, limits: Limits) -> Request | None:
     """Read and parse a plain request from ``sock``; ``None`` for any other.
 
     ``None`` means: hand every byte read so far back to the socket (see
-    :meth:`allotment.cmd.worker.DeadlineSocket.unread`) and let gunicorn
+    :meth:`allotment.server.worker.DeadlineSocket.unread`) and let gunicorn
     take the request.  An empty read (a client that left) is also ``None``.
     """
     data = sock.recv(_HEADER_BUFFER)

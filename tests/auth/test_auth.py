@@ -11,7 +11,8 @@ from oslo_middleware import request_id
 
 from allotment import auth, errors
 from allotment import conf as allotment_conf
-from allotment.auth import middleware, policies
+from allotment.auth import authenticate as middleware
+from allotment.auth import policies
 from allotment.auth.policy import Policy
 from allotment.context import RequestContext
 from tests.harness.keystone import FakeKeystone

@@ -6,96 +6,25 @@ requests go straight into it.  Requests still pass through the complete
 stack — microversions, JSON schemas, policy — so code written against a
 remote service behaves the same here.  Offline maintenance tools (moving
 inventory and allocations while the API is down) are the intended use.
+
+It lives on the server's side: it builds the server and hands the client
+nothing but a WSGI callable, through :class:`~allotment.client.DirectTransport`.
 """
 
 from __future__ import annotations
 
-import io
-import sys
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any
-from urllib.parse import unquote
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-from oslo_config import cfg
+from allotment.client import DirectTransport, PlacementClient
 
-from allotment.client.transport import Params, Response, encode_body, query_string
-
-WSGIApp = Callable[[dict, Callable], Iterable[bytes]]
+if TYPE_CHECKING:
+    from oslo_config import cfg
 
 # The in-process caller already holds the database credentials, so it is
 # trusted with everything: admin, and the service role that reshaping needs.
 ADMIN_TOKEN = "admin"
 TRUSTED_ROLES = "admin,service"
-
-
-class DirectTransport:
-    """Calls a WSGI application with a synthesised environ."""
-
-    def __init__(self, app: WSGIApp, *, token: str | None = ADMIN_TOKEN,
-                 environ: Mapping[str, Any] | None = None) -> None:
-        self.app = app
-        self.token = token
-        # Added to every request's environ (e.g. an already-built request
-        # context, for callers inside the service).
-        self.environ = dict(environ or {})
-
-    def request(self, method, path, *, params: Params = None, json: Any = None,
-                headers: Mapping[str, str] | None = None) -> Response:
-        body = encode_body(json) or b""
-        path_only, _, inline_qs = path.partition("?")
-        qs = query_string(params)
-        if inline_qs:
-            qs = f"{inline_qs}&{qs}" if qs else inline_qs
-        environ: dict[str, Any] = {
-            "REQUEST_METHOD": method.upper(),
-            "SCRIPT_NAME": "",
-            "PATH_INFO": unquote(path_only),
-            "QUERY_STRING": qs,
-            "SERVER_NAME": "placement.direct",
-            "SERVER_PORT": "80",
-            "SERVER_PROTOCOL": "HTTP/1.1",
-            "REMOTE_ADDR": "127.0.0.1",
-            "wsgi.version": (1, 0),
-            "wsgi.url_scheme": "http",
-            "wsgi.input": io.BytesIO(body),
-            "wsgi.errors": sys.stderr,
-            "wsgi.multithread": True,
-            "wsgi.multiprocess": False,
-            "wsgi.run_once": False,
-            "HTTP_HOST": "placement.direct",
-            **self.environ,
-        }
-        hdrs = dict(headers or {})
-        if self.token is not None:
-            hdrs.setdefault("X-Auth-Token", self.token)
-        if body:
-            hdrs.setdefault("Content-Type", "application/json")
-            environ["CONTENT_LENGTH"] = str(len(body))
-        for name, value in hdrs.items():
-            key = name.upper().replace("-", "_")
-            if key in ("CONTENT_TYPE", "CONTENT_LENGTH"):
-                environ[key] = value
-            else:
-                environ[f"HTTP_{key}"] = value
-
-        captured: dict[str, Any] = {}
-
-        def start_response(status: str, response_headers, exc_info=None):
-            captured["status"] = int(status.split(" ", 1)[0])
-            captured["headers"] = response_headers
-            return lambda data: captured.setdefault("written", []).append(data)
-
-        result = self.app(environ, start_response)
-        try:
-            chunks = list(captured.get("written", [])) + list(result)
-        finally:
-            close = getattr(result, "close", None)
-            if close is not None:
-                close()
-        return Response(captured["status"], dict(captured["headers"]), b"".join(chunks))
-
-    def close(self) -> None:
-        pass
 
 
 class PlacementDirect:
@@ -147,9 +76,10 @@ class PlacementDirect:
             overrides.setdefault("placement_database", {})["connection"] = self._database_url
         return conf_mod.load(config_files=[], overrides=overrides)
 
-    def __enter__(self):
-        from allotment.api.app import create_app
-        from allotment.client.api import PlacementClient
+    def __enter__(self) -> PlacementClient:
+        # The CLI imports this module on every run; the server (the
+        # framework, the database drivers) is loaded only when used.
+        from allotment.server.app import create_app
         from allotment.storage.db import Database
 
         conf = self._build_conf()

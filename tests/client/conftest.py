@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 import requests
 
-from allotment.client import PlacementClient, PlacementDirect
+from allotment.client import PlacementClient
+from allotment.server.in_process import PlacementDirect
 from tests.conftest import make_conf
 
 BIN = Path(sys.executable).parent

@@ -1,7 +1,7 @@
 """The compiled checks never accept what python-jsonschema refuses.
 
 For every schema the API validates with, many near-valid instances are
-drawn (tests/unit/schema_instances.py) and each is judged three ways: by a
+drawn (tests/api/schema_instances.py) and each is judged three ways: by a
 jsonschema validator made here (what ``first_error`` did before it had a
 compiled check), by the compiled check alone, and by ``first_error``.
 ``first_error`` must give the very same error (or the same exception), and
@@ -24,7 +24,7 @@ from allotment.api import body, candidates_query
 from allotment.api.compiled_schema import compile_check
 from allotment.api.openapi.operations import OPERATIONS
 from allotment.api.schema import first_error
-from tests.unit.schema_instances import near
+from tests.api.schema_instances import near
 
 # The microversions at which some schema changes shape.
 VERSIONS = [(1, 0), (1, 3), (1, 4), (1, 7), (1, 8), (1, 12), (1, 14), (1, 16), (1, 17),

@@ -23,7 +23,7 @@ from allotment.client.exceptions import ReshapeFailed, ReshapeNeeded
 from allotment.client.provider_tree import ProviderTree
 
 if TYPE_CHECKING:
-    from allotment.client.api import PlacementClient
+    from allotment.client._client import PlacementClient
 
 LOG = logging.getLogger(__name__)
 

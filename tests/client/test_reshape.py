@@ -15,7 +15,7 @@ from allotment.client import (
     TreeUpdater,
     exceptions,
 )
-from tests.placement_client.helpers import new_uuid, recorded
+from tests.client.helpers import new_uuid, recorded
 
 _PATH = Path(__file__).resolve().parents[2] / "examples" / "vgpu_driver.py"
 _spec = importlib.util.spec_from_file_location("vgpu_driver", _PATH)

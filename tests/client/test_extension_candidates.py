@@ -8,7 +8,7 @@ from urllib.parse import parse_qsl
 import pytest
 
 from allotment.client import CandidatesRequest, RequestGroup
-from tests.placement_client.helpers import new_uuid
+from tests.client.helpers import new_uuid
 
 
 def test_standard_requests_send_no_extension_header():

@@ -2,7 +2,7 @@
 
 Every call sends an explicit microversion: the one given to the call
 (``version=``), else the client's default (``microversion=`` at
-construction, :data:`~allotment.client.microversion.LATEST` unless set, or
+construction, :data:`~allotment.client.versions.LATEST` unless set, or
 whatever :meth:`PlacementClient.negotiate` settled on).  Error answers are
 raised as the typed exceptions of :mod:`allotment.client.exceptions`.
 """
@@ -12,7 +12,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from allotment.client import exceptions, microversion
+from allotment.client import exceptions
+from allotment.client import versions as api_versions
+from allotment.client._transports import (
+    HTTPTransport,
+    KeystoneTransport,
+    Params,
+    Response,
+    Transport,
+)
+from allotment.client._tree_sync import TreeSync
 from allotment.client.aggregates import Aggregates
 from allotment.client.allocations import Allocations
 from allotment.client.candidates import AllocationCandidatesAPI
@@ -20,15 +29,7 @@ from allotment.client.inventories import Inventories
 from allotment.client.providers import Providers
 from allotment.client.reshaper import Reshaper
 from allotment.client.resource_classes import ResourceClasses
-from allotment.client.sync import TreeSync
 from allotment.client.traits import ProviderTraits, Traits
-from allotment.client.transport import (
-    HTTPTransport,
-    KeystoneTransport,
-    Params,
-    Response,
-    Transport,
-)
 from allotment.client.usages import Usages
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ class PlacementClient:
         self,
         transport: Transport,
         *,
-        microversion: str = microversion.LATEST,
+        microversion: str = api_versions.LATEST,
         headers: Mapping[str, str] | None = None,
     ) -> None:
         self.transport = transport
@@ -69,7 +70,7 @@ class PlacementClient:
         self.usages = Usages(self)
         self.allocation_candidates = AllocationCandidatesAPI(self)
         self.reshaper = Reshaper(self)
-        # Last known state of the trees this client synchronises (see sync.py).
+        # Last known state of the trees this client synchronises (see _tree_sync.py).
         self._sync = TreeSync(self)
 
     # -- construction ------------------------------------------------------
@@ -77,7 +78,7 @@ class PlacementClient:
     @classmethod
     def from_url(cls, endpoint: str, *, token: str | None = None, **kwargs: Any) -> PlacementClient:
         """HTTP to ``endpoint`` (e.g. ``http://placement:8778``) with a plain token."""
-        mv = kwargs.pop("microversion", microversion.LATEST)
+        mv = kwargs.pop("microversion", api_versions.LATEST)
         headers = kwargs.pop("headers", None)
         return cls(HTTPTransport(endpoint, token=token, **kwargs), microversion=mv,
                    headers=headers)
@@ -89,7 +90,7 @@ class PlacementClient:
         ``kwargs``: ``service_type``, ``interface``, ``region_name``,
         ``endpoint_override``, ``microversion``, ``headers``.
         """
-        mv = kwargs.pop("microversion", microversion.LATEST)
+        mv = kwargs.pop("microversion", api_versions.LATEST)
         headers = kwargs.pop("headers", None)
         return cls(KeystoneTransport(session, **kwargs), microversion=mv, headers=headers)
 
@@ -121,7 +122,7 @@ class PlacementClient:
         """Send one request at ``version``; raise the typed error unless the
         status is in ``ok``."""
         hdrs = {"Accept": "application/json", **self.headers,
-                microversion.HEADER: microversion.header_value(self.version_for(version))}
+                api_versions.HEADER: api_versions.header_value(self.version_for(version))}
         hdrs.update(headers or {})
         resp = self.transport.request(method, path, params=params, json=json, headers=hdrs)
         if resp.status not in tuple(ok):
@@ -152,10 +153,10 @@ class PlacementClient:
         body = doc.json() or {}
         versions = body.get("versions") or [{}]
         current = next((v for v in versions if v.get("status") == "CURRENT"), versions[0])
-        return {"min_version": current.get("min_version", microversion.MINIMUM),
-                "max_version": current.get("max_version", microversion.MINIMUM)}
+        return {"min_version": current.get("min_version", api_versions.MINIMUM),
+                "max_version": current.get("max_version", api_versions.MINIMUM)}
 
-    def negotiate(self, wanted: str = microversion.LATEST) -> str:
+    def negotiate(self, wanted: str = api_versions.LATEST) -> str:
         """Use the highest version both sides know, up to ``wanted``.
 
         Lets one client run against an older Placement: the nouns then pick
@@ -167,7 +168,7 @@ class PlacementClient:
             raise exceptions.ClientError(
                 f"service supports {server['min_version']}..{server['max_version']}, "
                 f"client wants at most {wanted}")
-        self.microversion = microversion.render(chosen)
+        self.microversion = api_versions.render(chosen)
         return self.microversion
 
     # -- trees -------------------------------------------------------------
@@ -197,5 +198,5 @@ class PlacementClient:
         self._sync.clear()
 
 
-def microversion_parse(version: str) -> microversion.Version:
-    return microversion.parse(version)
+def microversion_parse(version: str) -> api_versions.Version:
+    return api_versions.parse(version)

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 import pytest
 import requests
 
-from allotment.cmd.worker import DeadlineSyncWorker
+from allotment.server.worker import DeadlineSyncWorker
 from tests.harness.servers import start_allotment
 
 HEADERS = {"X-Auth-Token": "admin", "OpenStack-API-Version": "placement latest"}

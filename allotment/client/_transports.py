@@ -1,4 +1,4 @@
-"""How requests reach the service: over HTTP, or in-process (see direct.py).
+"""How requests reach the service: over HTTP, or in-process (see _wsgi.py).
 
 A transport takes one request (method, path relative to the API root, query
 pairs, JSON body, headers) and returns a :class:`Response`; it never raises

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from allotment.cmd.worker import DeadlineSocket
+from allotment.server.worker import DeadlineSocket
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from allotment.client import (
     exceptions,
 )
 from allotment.client.exceptions import from_response
-from tests.placement_client.fakes import FakeTransport, error_body
+from tests.client.fakes import FakeTransport, error_body
 
 
 @pytest.fixture

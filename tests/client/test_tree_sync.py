@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from allotment.client import exceptions
-from tests.placement_client.helpers import make_sharing_provider, new_uuid, recorded
+from tests.client.helpers import make_sharing_provider, new_uuid, recorded
 
 
 def test_ensure_root_creates_then_finds_the_root(placement):

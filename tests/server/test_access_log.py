@@ -13,7 +13,7 @@ import pytest
 from gunicorn.config import Config
 from gunicorn.glogging import Logger
 
-from allotment.cmd.access_log import AccessLogger
+from allotment.server.access_log import AccessLogger
 from tests.harness.servers import free_port
 
 

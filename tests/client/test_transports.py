@@ -7,11 +7,11 @@ from keystoneauth1 import adapter, session, token_endpoint
 
 from allotment.client import (
     PlacementClient,
-    PlacementDirect,
     exceptions,
 )
+from allotment.server.in_process import PlacementDirect
+from tests.client.helpers import new_uuid
 from tests.conftest import make_conf
-from tests.placement_client.helpers import new_uuid
 
 
 def test_keystone_session_and_adapter(live_server, db):

@@ -10,7 +10,7 @@ from allotment.client import (
     MicroversionUnsupported,
     RequestGroup,
 )
-from tests.placement_client.helpers import make_sharing_provider, new_uuid
+from tests.client.helpers import make_sharing_provider, new_uuid
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from allotment.client.transport import Response
+from allotment.client import Response
 
 
 @dataclass

@@ -26,7 +26,7 @@ from gunicorn.http.errors import LimitRequestLine
 from gunicorn.workers.sync import StopWaiting, SyncWorker
 
 from allotment import errors
-from allotment.cmd import exchange
+from allotment.server import exchange
 
 # Linux's accept() does not pass a listener's O_NONBLOCK on to the accepted
 # socket (BSDs do): there it is blocking already, and gunicorn's call to make

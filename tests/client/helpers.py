@@ -6,8 +6,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from allotment.client import PlacementClient
-from allotment.client.transport import Response
+from allotment.client import PlacementClient, Response
 
 
 def new_uuid() -> str:

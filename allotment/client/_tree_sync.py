@@ -29,16 +29,16 @@ import logging
 import re
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from allotment.client import exceptions as exc
-from allotment.client import microversion as mv
-from allotment.client.inventories import capacity
+from allotment.client import versions as mv
+from allotment.client.aggregates import Aggregates
+from allotment.client.inventories import Inventories, capacity
 from allotment.client.provider_tree import ProviderTree
-from allotment.client.providers import Provider
-
-if TYPE_CHECKING:
-    from allotment.client.api import PlacementClient
+from allotment.client.providers import Provider, Providers
+from allotment.client.reshaper import Reshaper
+from allotment.client.traits import ProviderTraits
 
 LOG = logging.getLogger(__name__)
 
@@ -51,8 +51,21 @@ def _loses_capacity(current: Mapping[str, Mapping[str, Any]],
                for rc, rec in current.items())
 
 
+class SyncedClient(Protocol):
+    """The nouns tree synchronisation writes through, at the client's
+    microversion (the client that holds a TreeSync is one: typed this way,
+    the client and its synchroniser do not import each other)."""
+
+    microversion: str
+    providers: Providers
+    inventories: Inventories
+    aggregates: Aggregates
+    provider_traits: ProviderTraits
+    reshaper: Reshaper
+
+
 class TreeSync:
-    def __init__(self, client: PlacementClient) -> None:
+    def __init__(self, client: SyncedClient) -> None:
         self.client = client
         self.cache = ProviderTree()
         # Sharing providers found for each managed root, refreshed with it.

@@ -1,0 +1,1 @@
+"""Serving the application: the composition root and the HTTP server underneath it."""
