@@ -4,6 +4,8 @@ and recognised by the lane, and nothing else is excused."""
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 from tests.differential import ops as O
@@ -27,17 +29,24 @@ def six_hosts_one_pool() -> list:
     return world
 
 
-def replay_both(services, world: list, query: O.Query):
-    up, al = (Replay(url, f"known-{id(world)}") for url in services)
+@contextlib.contextmanager
+def replayed(services, world: list, name: str):
+    """``world`` built at upstream and at allotment: their two replays."""
+    up, al = (Replay(url, name) for url in services)
     try:
         for r in (up, al):
             r.setup()
             for op in world:
                 r.apply(op)
-        return up.apply(query), al.apply(query), set(up.sharing)
+        yield up, al
     finally:
         up.clear()
         al.clear()
+
+
+def replay_both(services, world: list, query: O.Query):
+    with replayed(services, world, f"known-{id(world)}") as (up, al):
+        return up.apply(query), al.apply(query), set(up.sharing)
 
 
 def test_a_pool_serving_the_unsuffixed_group_meets_one_tree_upstream(services):
@@ -91,12 +100,7 @@ def test_limited_summaries_before_1_29_keep_the_kept_trees_siblings(services):
     for version, params in (("1.26", (("resources", "VCPU:1"), ("limit", "1"))),
                             ("1.27", (("resources", "MEMORY_MB:99"), ("resources1", "VCPU:4"),
                                       ("group_policy", "none"), ("limit", "2")))):
-        up, al = (Replay(url, f"limited-{version}") for url in services)
-        try:
-            for r in (up, al):
-                r.setup()
-                for op in world:
-                    r.apply(op)
+        with replayed(services, world, f"limited-{version}") as (up, al):
             query = O.Query(version, params)
             whole = O.Query(version, tuple(p for p in params if p[0] != "limit"))
             ex_up, ex_al = up.apply(query), al.apply(query)
@@ -109,6 +113,3 @@ def test_limited_summaries_before_1_29_keep_the_kept_trees_siblings(services):
                 for ex in (ex_up, ex_al):
                     assert len(ex.answer["allocation_requests"]) == 1
                     assert len(ex.answer["provider_summaries"]) == 2
-        finally:
-            up.clear()
-            al.clear()
