@@ -4,10 +4,15 @@ The count is what repeated placement gives: find the request's candidates
 against the current usage, take one, add its allocations to the usage, and
 again, until nothing fits.  Nested trees, granular groups, traits,
 ``same_subtree`` and sharing providers therefore count exactly as the search
-places them.  The candidate taken each time is the *first in allocation
-order*: the one whose ``(provider UUID, class, amount)`` list sorts first,
-a rule that depends only on the set of candidates (so it can be checked
-against a brute-force enumeration).
+places them.  The candidate taken each time is the *first in placement
+order*: the one whose list of ``(provider's place, class, amount)`` sorts
+first, where a provider of the candidate's own tree is placed by its place
+in the tree's canonical order (engine.headroom_trees: the order follows
+what the providers are, not their UUIDs) and a sharing provider after the
+tree's own, by UUID; candidates of different trees placed together that
+tie are taken in their trees' root UUID order.  The rule depends only on
+the set of candidates (so it can be checked against a brute-force
+enumeration), and trees alike under other UUIDs count alike.
 
 * Per host (tree): the tree alone, with the sharing providers that serve it
   at their current usage.
@@ -35,7 +40,7 @@ what fragmentation leaves.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from allotment.engine import extensions
@@ -63,9 +68,9 @@ class Headroom:
     largest: dict[str, int] = field(default_factory=dict)
 
 
-def _totals(candidate) -> Totals:
-    return {(uuid, rc): amount for uuid, held in candidate.allocations.items()
-            for rc, amount in held.items()}
+# A candidate as placement takes it: (its place in placement order, its
+# allocations as (provider UUID, class) -> amount).
+Placed = tuple[tuple, Totals]
 
 
 def _free(snap: Snapshot, used: Mapping[str, Mapping[str, int]], uuid: str,
@@ -76,19 +81,19 @@ def _free(snap: Snapshot, used: Mapping[str, Mapping[str, int]], uuid: str,
     return lim[CAPACITY] - used.get(uuid, {}).get(rc, 0)
 
 
-def place(snap: Snapshot, candidates: list[Totals]) -> int:
+def place(snap: Snapshot, candidates: list[Placed]) -> int:
     """How many placements repeated placement makes from ``candidates``
     (every candidate of the trees placed together, at the current usage).
 
     Usage only grows, and everything but capacity that decides whether a
     candidate is valid does not depend on usage: the candidates of a later
     step are exactly those of the first that still fit.  So the first are
-    sorted once into allocation order and each step takes the first that
+    sorted once into placement order and each step takes the first that
     fits.  One that no longer fits never will again, and the first that
     fits stays first for as long as it fits: it is taken as many times as
     it fits at once, then the next.
     """
-    ordered = sorted(candidates, key=lambda t: sorted(t.items()))
+    ordered = [totals for _, totals in sorted(candidates, key=_order)]
     free: dict[tuple[str, str], int] = {}
     for totals in ordered:
         for key in totals:
@@ -107,16 +112,59 @@ def place(snap: Snapshot, candidates: list[Totals]) -> int:
     return placed
 
 
-def _candidates(plan, r: int) -> list[Totals]:
-    """Every candidate anchored at ``r``, as totals."""
+def _order(candidate: Placed) -> tuple:
+    return candidate[0]
+
+
+def placed(snap: Snapshot, places: Mapping[int, int], r: int,
+           entries: Iterable[tuple[int, str, int]]) -> Placed:
+    """A candidate of the tree rooted at ``r`` from its ``(provider
+    position, class, amount)`` entries, with its place in placement order
+    (see the module docstring); ``places``: provider -> place in its tree's
+    canonical order (0 where missing)."""
+    root, uuids = snap.root, snap.uuids
+    totals: Totals = {}
+    key = []
+    for p, rc, amount in entries:
+        u = uuids[p]
+        totals[(u, rc)] = amount
+        key.append((0, places.get(p, 0), rc, amount) if root[p] == r else (1, u, rc, amount))
+    key.sort()
+    return (tuple(key), uuids[r]), totals
+
+
+def _candidates(plan, places: Mapping[int, int], r: int) -> list[Placed]:
+    """Every candidate anchored at ``r``, ready for placement."""
+    snap = plan.snapshot
+    index = snap.index
     out = []
     for usage, chosen in extensions.anchor_results(plan, r):
         if usage is READY:
-            out.append(_totals(chosen))
+            entries: Iterable = ((index[uuid], rc, amount)
+                                 for uuid, held in chosen.allocations.items()
+                                 for rc, amount in held.items())
         else:
-            uuids = plan.snapshot.uuids
-            out.append({(uuids[p], rc): amount for (p, rc), amount in usage.items()})
+            entries = ((p, rc, amount) for (p, rc), amount in usage.items())
+        out.append(placed(snap, places, r, entries))
     return out
+
+
+def _renamed(snap: Snapshot, trees: Trees, found: list[Placed], like: int,
+             r: int) -> list[Placed]:
+    """The candidates ``found`` of the tree rooted at ``like`` as those of
+    the tree rooted at ``r``, alike (same signature and sharing providers):
+    each provider taken for the one in the same canonical place."""
+    uuids = snap.uuids
+    at = uuids[r]
+    apart = trees.orders.get(r)
+    if apart is None:  # a tree of one provider
+        was = uuids[like]
+        return [((key, at), {(at if u == was else u, rc): n for (u, rc), n in totals.items()})
+                for (key, _), totals in found]
+    names = dict(zip(map(uuids.__getitem__, trees.orders[like]), map(uuids.__getitem__, apart),
+                     strict=True))
+    return [((key, at), {(names.get(u, u), rc): n for (u, rc), n in totals.items()})
+            for (key, _), totals in found]
 
 
 def largest(snap: Snapshot) -> dict[str, int]:
@@ -174,7 +222,6 @@ class Counts:
                 changed.update(r for r in old.stamps if r not in new)
         if changed is None:
             self.__init__()
-            changed = set(trees.roots)
             old = None
         elif len(self.by_signature) > 2 * len(trees.roots) + 1024:
             self.by_signature.clear()
@@ -185,6 +232,17 @@ class Counts:
             dirty.update(self.linked)
         uses_aggs = _uses_aggregates(plan)
         pinned = any(g.tree_root is not None for g in plan.groups)
+        # Trees served by the same sharing providers and alike, this state
+        # only (the providers' usage is not in the key): key -> (the tree
+        # counted, its count, its candidates).
+        served: dict[object, tuple[int, int | None, list[Placed]]] = {}
+        if old is None:
+            if pinned:
+                changed = set(trees.roots)
+            else:
+                self._count_all(plan, trees, anchors, uses_aggs, served, dirty)
+                changed = set()
+        assert changed is not None
         for r in changed:
             gone = self.answers.pop(r, None)
             if gone is not None:
@@ -193,7 +251,7 @@ class Counts:
                     dirty.add(old.component_of[r])
             if r not in anchors or not plan.root_ok(r):
                 continue
-            answer = self._answer(plan, trees, r, None if pinned else uses_aggs)
+            answer = self._answer(plan, trees, r, None if pinned else uses_aggs, served)
             if answer is not None:
                 self.answers[r] = answer
                 self._add(answer, 1)
@@ -204,13 +262,79 @@ class Counts:
         for group in dirty:
             self._place_group(trees, group)
 
-    def _answer(self, plan, trees: Trees, r: int, uses_aggs: bool | None) -> Answer | None:
+    def _count_all(self, plan, trees: Trees, anchors: frozenset[int], uses_aggs: bool,
+                   served: dict, dirty: set[tuple[int, ...]]) -> None:
+        """Count every tree afresh: each kind of tree alike once."""
+        snap = trees.snap
+        uuids, aggregates, answers = snap.uuids, trees.aggregates, self.answers
+        for r in trees.holding:
+            if r in anchors and plan.root_ok(r):
+                answer = self._answer(plan, trees, r, uses_aggs, served)
+                if answer is not None:
+                    answers[r] = answer
+                    self._add(answer, 1)
+                    dirty.add(trees.component_of[r])
+        for key, roots in trees.classes(uses_aggs).items():
+            members = [r for r in roots if r in anchors]
+            # Root traits and aggregates are in the key: one tree answers
+            # root_required and root member_of for all.
+            if not members or not plan.root_ok(members[0]):
+                continue
+            if members[0] in trees.shares:
+                # Alike and served by the same sharing providers: the first
+                # tree's candidates, renamed, are every other's.
+                like = members[0]
+                found = _candidates(plan, trees.places, like)
+                if not found:
+                    continue
+                n = place(snap, found)
+                for r in members:
+                    answer = Answer(uuids[r], n, aggregates[r], True,
+                                    found if r == like else _renamed(snap, trees, found, like, r))
+                    answers[r] = answer
+                    self._add(answer, 1)
+                    dirty.add(trees.component_of[r])
+                continue
+            n = self.by_signature.get(key, _MISSING)
+            if n is _MISSING:
+                found = _candidates(plan, trees.places, members[0])
+                n = self.by_signature[key] = place(snap, found) if found else None
+            if n is None:
+                continue
+            for r in members:
+                answers[r] = Answer(uuids[r], n, aggregates[r], False, None)
+            if not n:
+                continue
+            self.per_host.update((uuids[r], n) for r in members)
+            self.alone_total += n * len(members)
+            inside: dict[str, int] = {}
+            for r in members:
+                for agg in aggregates[r]:
+                    inside[agg] = inside.get(agg, 0) + 1
+            for agg, k in inside.items():
+                _move(self.alone_by_agg, (agg,), n * k)
+
+    def _answer(self, plan, trees: Trees, r: int, uses_aggs: bool | None,
+                served: dict) -> Answer | None:
         snap = trees.snap
         if r in trees.shares:
-            found = _candidates(plan, r)
-            if not found:
+            if uses_aggs is None or r in trees.holding:
+                found = _candidates(plan, trees.places, r)
+                n = place(snap, found) if found else None
+            else:
+                shape, aggs = trees.signatures[r]
+                key = (shape, aggs, snap.sharing_by_anchor[r])
+                like = served.get(key)
+                if like is None:
+                    found = _candidates(plan, trees.places, r)
+                    n = place(snap, found) if found else None
+                    served[key] = (r, n, found)
+                else:
+                    n = like[1]
+                    found = _renamed(snap, trees, like[2], like[0], r) if n is not None else []
+            if n is None:
                 return None
-            return Answer(snap.uuids[r], place(snap, found), trees.aggregates[r], True, found)
+            return Answer(snap.uuids[r], n, trees.aggregates[r], True, found)
         key: object = None
         if uses_aggs is not None:  # None: the request names trees (in_tree)
             shape, aggs = trees.signatures[r]
@@ -219,7 +343,7 @@ class Counts:
         else:
             n = _MISSING
         if n is _MISSING:
-            found = _candidates(plan, r)
+            found = _candidates(plan, trees.places, r)
             n = place(snap, found) if found else None
             if key is not None:
                 self.by_signature[key] = n

@@ -4,12 +4,17 @@ the next, so that a scrape of many flavors does again only what changed.
 :class:`Trees` is worked out once per state of the snapshot, for every
 request: each tree's stamp (the revisions of its providers and of the
 sharing providers serving it, as engine.kept stamps them), the trees linked
-through sharing providers, and for every other tree a *signature*: its
-providers in UUID order with their parent, inventory, usage and traits.
-Two trees with the same signature answer every request alike up to their
-providers' names (their candidates correspond one to one, in the same
-allocation order), so they fit the same number of instances: a request is
-counted once per signature, not once per tree.
+through sharing providers, each tree's providers in *canonical order* and
+its *signature*: its providers in that order with their parent's place,
+inventory, usage and traits (and, apart, their aggregates).  The canonical
+order follows what the providers are, not their UUIDs, and placement takes
+candidates in an order made of the providers' places in it (see
+engine.headroom).  So two trees with the same signature answer every
+request alike up to their providers' names (their candidates correspond one
+to one, in the same order of placement) and fit the same number of
+instances, whatever their UUIDs: a request is counted once per signature,
+not once per tree.  Trees served by the same sharing providers are alike
+when their signatures and aggregates are.
 
 :class:`Counts` is one request's count at one state: each tree's answer and
 the sums made of them (per host, in total, per aggregate).  At the next
@@ -38,24 +43,84 @@ def _stamp(revs: Sequence[int], members: tuple[int, ...] | None,
     return (tuple(map(at, members or (r,))), tuple(map(at, pools or ())))
 
 
-def _signature(snap: Snapshot, members: tuple[int, ...]) -> tuple[tuple, tuple]:
-    """(shape, inventories, usage and traits in UUID order; the providers'
-    aggregates), see the module docstring."""
-    uuids, used, inventory, traits = snap.uuids, snap.used, snap.inventory, snap.traits
+def _own(snap: Snapshot, m: int, sorted_traits: dict) -> tuple:
+    """What a provider is, but for its place and name: inventory, usage
+    (classes with some in use) and traits, each sorted by class or name,
+    comparable with another's.  ``sorted_traits`` keeps the sorted forms
+    of the trait sets and inventories (both shared between providers)
+    already made."""
+    u = snap.used.get(snap.uuids[m])
+    if u:
+        usage = tuple(sorted(u.items()))
+        if 0 in u.values():
+            usage = tuple(entry for entry in usage if entry[1])
+    else:
+        usage = ()
+    traits = snap.traits[m]
+    names = sorted_traits.get(traits)
+    if names is None:
+        names = sorted_traits[traits] = tuple(sorted(traits))
+    inventory = snap.inventory[m]
+    if inventory:
+        # The shared inventory mappings live as long as the snapshot: their
+        # id names them for the time of one build.
+        limits = sorted_traits.get(id(inventory))
+        if limits is None:
+            limits = sorted_traits[id(inventory)] = tuple(sorted(inventory.items()))
+    else:
+        limits = ()
+    return (limits, usage, names)
+
+
+def canonical(snap: Snapshot, members: tuple[int, ...],
+              sorted_traits: dict | None = None) -> tuple[tuple[int, ...], tuple, tuple]:
+    """A tree's providers in *canonical order*, its shape in that order and
+    its providers' aggregates in that order (see the module docstring).
+
+    The order: the root, then each child's subtree in turn, children taken
+    by their subtree's description (inventory, usage, traits, then their
+    own children's descriptions), twins by UUID.  It follows what the
+    providers are, not their UUIDs, so two trees alike have their providers
+    in corresponding places.  The shape lists each provider, in that order,
+    as (its parent's place, inventory, usage, traits)."""
+    traits_of = {} if sorted_traits is None else sorted_traits
     if len(members) == 1:
         (r,) = members
-        u = used.get(uuids[r])
-        return (((-1, tuple((inventory[r] or {}).items()),
-                  frozenset(u.items()) if u else _NONE, traits[r]),),
-                (snap.aggregates[r],))
-    at = {m: k for k, m in enumerate(members)}
-    parent = snap.parent
+        return members, ((-1, *_own(snap, r, traits_of)),), (snap.aggregates[r],)
+    children = snap.children
+    labels: dict[int, tuple] = {}
+    ranked: dict[int, list[int]] = {}
+
+    def label(m: int) -> tuple:
+        kids = children[m]
+        if kids:
+            for c in kids:
+                label(c)
+            # Positions are in UUID order: (label, position) puts twins by UUID.
+            order = ranked[m] = sorted(kids, key=lambda c: (labels[c], c))
+            below = tuple([labels[c] for c in order])
+        else:
+            below = ()
+        found = labels[m] = (_own(snap, m, traits_of), below)
+        return found
+
+    r = members[0]
+    while snap.parent[r] != -1:
+        r = snap.parent[r]
+    label(r)
+    order: list[int] = []
+    at: dict[int, int] = {}
     shape = []
-    for m in members:
-        u = used.get(uuids[m])
-        shape.append((at.get(parent[m], -1), tuple((inventory[m] or {}).items()),
-                      frozenset(u.items()) if u else _NONE, traits[m]))
-    return tuple(shape), tuple(snap.aggregates[m] for m in members)
+    stack = [(r, -1)]
+    while stack:
+        m, up = stack.pop()
+        at[m] = len(order)
+        order.append(m)
+        shape.append((up, *labels[m][0]))
+        kids = ranked.get(m)
+        if kids:
+            stack.extend((c, at[m]) for c in reversed(kids))
+    return tuple(order), tuple(shape), tuple(snap.aggregates[m] for m in order)
 
 
 class Trees:
@@ -81,8 +146,14 @@ class Trees:
         sharing_roots = {snap.root[s] for s in snap.sharing}
         # Roots whose tree holds a sharing provider or is served by one.
         self.shares = frozenset(sharing_roots.union(snap.sharing_by_anchor))
+        # Roots whose tree holds a sharing provider.
+        self.holding = frozenset(sharing_roots)
         self.component_of = self._components(sharing_roots)
+        # Root -> (shape, aggregates), both in canonical order (see
+        # canonical), for every tree.
         self.signatures: dict[int, tuple[tuple, tuple]] = {}
+        # Root -> its providers in canonical order, for trees of several.
+        self.orders: dict[int, tuple[int, ...]] = {}
         self.aggregates: dict[int, frozenset[str]] = {}
         todo: Sequence[int] = self.roots
         if previous is not None:
@@ -90,21 +161,58 @@ class Trees:
             new = self.stamps
             self.changed = {r for r, s in new.items() if old.get(r) != s}
             self.changed.update(r for r in old if r not in new)
-            self.signatures = {r: s for r, s in previous.signatures.items()
-                               if r in new and r not in self.changed and r not in self.shares}
-            self.aggregates = {r: a for r, a in previous.aggregates.items()
-                               if r in new and r not in self.changed}
-            todo = [r for r in self.roots
-                    if r in self.changed or r not in self.aggregates
-                    or (r not in self.shares and r not in self.signatures)]
+            kept = [r for r in previous.signatures if r in new and r not in self.changed]
+            self.signatures = {r: previous.signatures[r] for r in kept}
+            self.aggregates = {r: previous.aggregates[r] for r in kept}
+            self.orders = {r: previous.orders[r] for r in kept if r in previous.orders}
+            todo = [r for r in self.roots if r not in self.signatures]
         aggregates = snap.aggregates
+        sorted_traits: dict = {}
         for r in todo:
             members = many(r)
-            if r not in self.shares:
-                self.signatures[r] = _signature(snap, members or (r,))
-            self.aggregates[r] = (aggregates[r] if members is None
-                                  else frozenset().union(*map(aggregates.__getitem__, members)))
+            if members is None:
+                self.signatures[r] = canonical(snap, (r,), sorted_traits)[1:]
+                self.aggregates[r] = aggregates[r]
+            else:
+                order, shape, aggs = canonical(snap, members, sorted_traits)
+                self.orders[r] = order
+                self.signatures[r] = (shape, aggs)
+                self.aggregates[r] = frozenset().union(*aggs)
+        self._classes: dict[bool, dict[object, list[int]]] = {}
+        self._places: dict[int, int] | None = None
         self._largest: dict[str, int] | None = None
+
+    @property
+    def places(self) -> dict[int, int]:
+        """Provider -> its place in its tree's canonical order (0, the
+        root's, is left out)."""
+        if self._places is None:
+            self._places = {m: k for order in self.orders.values()
+                            for k, m in enumerate(order) if k}
+        return self._places
+
+    def classes(self, with_aggregates: bool) -> dict[object, list[int]]:
+        """The trees alike, by their signature: for trees no sharing
+        provider is in or serves, the shape (and the aggregates,
+        ``with_aggregates``); for trees served by sharing providers, the
+        shape, the aggregates and the sharing providers that serve them.
+        Trees holding a sharing provider are left out (each is its own)."""
+        found = self._classes.get(with_aggregates)
+        if found is None:
+            found = self._classes[with_aggregates] = {}
+            served = self.snap.sharing_by_anchor
+            for r in self.roots:
+                if r in self.holding:
+                    continue
+                shape, aggs = self.signatures[r]
+                if r in self.shares:
+                    key: object = (shape, aggs, served[r])
+                elif with_aggregates:
+                    key = (shape, aggs)
+                else:
+                    key = shape
+                found.setdefault(key, []).append(r)
+        return found
 
     def unchanged(self, snap: Snapshot) -> bool:
         """Whether ``snap`` is still in the state these trees were worked out at."""

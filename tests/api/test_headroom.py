@@ -105,7 +105,7 @@ def test_counts_are_kept_and_only_changed_trees_counted_again(app, api, monkeypa
     searched = []
     search = engine._candidates
     monkeypatch.setattr(engine, "_candidates",
-                        lambda plan, r: searched.append(r) or search(plan, r))
+                        lambda plan, places, r: searched.append(r) or search(plan, places, r))
     assert service.compute(replica, request) == first
     assert searched == []  # nothing changed: the kept count is the answer
     w.use("cn3", {"VCPU": 4})

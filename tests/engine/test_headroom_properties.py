@@ -23,19 +23,63 @@ def with_usage(world, used: dict) -> list:
         for rc, inv in r.inventories.items()}) for r in world]
 
 
+def canonical_places(world) -> dict[str, int]:
+    """Each provider's place in its tree's canonical order: the root, then
+    each child's subtree in turn, children taken by the description of
+    their subtree (inventory, usage and traits, sorted; then their
+    children's descriptions, sorted), twins by UUID."""
+    by = {r.uuid: r for r in world}
+    kids: dict = {}
+    for r in world:
+        if r.parent_uuid is not None:
+            kids.setdefault(r.parent_uuid, []).append(r.uuid)
+
+    def own(u):
+        invs = by[u].inventories
+        return (tuple(sorted((rc, (i.capacity, i.min_unit, i.max_unit, i.step_size, i.total,
+                                   i.reserved, i.allocation_ratio)) for rc, i in invs.items())),
+                tuple(sorted((rc, i.used) for rc, i in invs.items() if i.used)),
+                tuple(sorted(by[u].traits)))
+
+    def label(u):
+        return (own(u), tuple(sorted(label(c) for c in kids.get(u, ()))))
+
+    places = {}
+    for r in world:
+        if r.parent_uuid is None:
+            order = []
+
+            def walk(u, order=order):
+                order.append(u)
+                for c in sorted(kids.get(u, ()), key=lambda c: (label(c), c)):
+                    walk(c)
+
+            walk(r.uuid)
+            places.update((u, k) for k, u in enumerate(order))
+    return places
+
+
 def place(world, req, roots) -> int:
     """Place ``req`` on ``roots`` together until nothing fits, taking each
-    time the candidate whose allocations sort first."""
+    time the candidate first in placement order: its list of (provider's
+    place, class, amount) sorted, a provider of its own tree placed by its
+    place in the tree's canonical order (as the world was before placing),
+    a sharing provider after them by UUID; ties between trees by root
+    UUID."""
+    places = canonical_places(world)
     used: dict = {}
     count = 0
     while count < 200:
         oracle = Oracle(with_usage(world, used))
-        found = set()
+        found = []
         for r in roots:
-            found |= oracle.solve_root(req, r)
+            for totals, _ in oracle.solve_root(req, r):
+                key = sorted((0, places[u], rc, a) if oracle.root(u) == r else (1, u, rc, a)
+                             for (u, rc), a in totals)
+                found.append(((key, r), totals))
         if not found:
             return count
-        totals = min((sorted(totals) for totals, _ in found))
+        _, totals = min(found)
         for key, amount in totals:
             used[key] = used.get(key, 0) + amount
         count += 1
@@ -101,18 +145,27 @@ def test_kept_tree_answers_equal_fresh_ones_after_a_change(scenario, pick, amoun
     assert engine.count(snap, req, memo=memo) == engine.count(snap, req)
 
 
-def copies(world, offset: int, busier: bool = False) -> tuple[list, dict[str, str]]:
+def copies(world, offset: int, busier: bool = False, reverse: bool = False,
+           served: bool = False) -> tuple[list, dict[str, str]]:
     """``world`` with a copy of every tree that no sharing provider is in
     or serves: the same providers (traits, aggregates, usage, or one more
     of each provider's first class used when ``busier``) under new UUIDs in
-    the same order; and copy root -> original root."""
+    the same order (in the opposite order when ``reverse``); with
+    ``served``, the trees sharing providers serve are copied too (in the
+    same aggregates, so served by the same ones); and copy root -> original
+    root."""
     oracle = Oracle(world)
     sharing = {oracle.root(r.uuid) for r in world if SHARES_TRAIT in r.traits}
-    for r in world:
-        if SHARES_TRAIT in r.traits:
-            sharing |= oracle.served_roots(r.uuid)
-    new = {r.uuid: pid(offset + int(r.uuid[-12:])) for r in world
-           if oracle.root(r.uuid) not in sharing}
+    if not served:
+        for r in world:
+            if SHARES_TRAIT in r.traits:
+                sharing |= oracle.served_roots(r.uuid)
+
+    def renamed(u: str) -> str:
+        n = int(u[-12:])
+        return pid(offset + (999 - n % 1000 if reverse else n))
+
+    new = {r.uuid: renamed(r.uuid) for r in world if oracle.root(r.uuid) not in sharing}
 
     def used(r):
         if not busier or not r.inventories:
@@ -182,3 +235,21 @@ def test_kept_counts_follow_usage_and_regrouping(scenario, steps):
         if not trees.unchanged(snap):
             trees = Trees(snap, trees)
         assert engine.count(snap, req, memo=memo, trees=trees) == engine.count(snap, req)
+
+
+@FEWER
+@given(scenarios())
+def test_trees_alike_under_other_uuids_are_counted_alike(scenario):
+    # Placement order follows the providers' places in their tree's
+    # canonical order, not their UUIDs: copies whose providers' UUIDs sort
+    # the other way round (and copies of trees served by sharing
+    # providers, served by the same ones) count as their originals and as
+    # placing on them does.
+    world, req = scenario
+    more, original = copies(world, 1000, reverse=True, served=True)
+    got = engine.count(Snapshot.build(more), req)
+    for copy, root in original.items():
+        assert got.per_host.get(copy, 0) == place(more, req, [copy])
+        if all(g.in_tree is None for g in req.groups):
+            assert got.per_host.get(copy, 0) == got.per_host.get(root, 0)
+    assert got.total == place(more, req, Oracle(more).roots())
