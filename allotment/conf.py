@@ -126,6 +126,15 @@ allotment_opts = [
                "its connection is accepted, to send its whole request, and "
                "again to take the whole response. A slower client is "
                "disconnected, so it cannot hold a worker."),
+    cfg.BoolOpt("shared_world", default=True,
+                help="allotment-api only: build the provider world once, in the "
+                "server's main process, before its workers start. Each worker, "
+                "and each worker started later in place of one that exited, "
+                "begins from that world (brought up to date just before it "
+                "starts, and shared with the main process until either changes "
+                "it) and reads only the change feed after it, instead of "
+                "reading the whole world itself. The main process holds one "
+                "more copy of the world."),
     cfg.StrOpt("metrics_bind", default="",
                help="allotment-api only: a second HOST:PORT on which GET /metrics "
                "and GET /healthcheck are served without credentials (and "

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import gc
+import logging
 import os
 import shutil
 import sys
@@ -17,12 +19,35 @@ from allotment.service import setup
 from allotment.storage import db as db_mod
 
 DEFAULT_BIND = "127.0.0.1:8778"
+LOG = logging.getLogger(__name__)
 
 
 def _child_exit(_server, worker) -> None:
     # A worker that exited leaves its counts behind (they still add up);
     # its live gauges go.
     telemetry.mark_process_dead(worker.pid)
+
+
+def _pre_fork(server, _worker) -> None:
+    """In the main process, just before a worker is forked: bring the
+    shared world up to date, so the worker reads only what is committed
+    after this, and close this process's connections, which the worker
+    must not share."""
+    world = server.app.world
+    if world is None:
+        return
+    try:
+        world.catch_up()
+    except Exception:
+        LOG.warning("Could not bring the shared world up to date; the new "
+                    "worker reads the whole world itself", exc_info=True)
+        world.world = None
+        return
+    finally:
+        world.db.dispose()
+    # What the worker shares with this process stays shared the longer when
+    # the collector never writes to it (the world lives as long as either).
+    gc.freeze()
 
 
 def metrics_dir(workers: int, configured: str | None = None) -> str | None:
@@ -47,16 +72,20 @@ def metrics_dir(workers: int, configured: str | None = None) -> str | None:
 
 class _Server(BaseApplication):
     def __init__(self, conf, bind: str, workers: int,
-                 control_socket: str | None = None) -> None:
+                 control_socket: str | None = None, world=None) -> None:
         self._conf = conf
+        # [allotment] shared_world: the world every worker starts from.
+        self.world = world
         binds = [bind]
         if conf.allotment.metrics_bind:
             binds.append(conf.allotment.metrics_bind)
         self._options = {
             "bind": binds,
             "child_exit": _child_exit,
+            "pre_fork": _pre_fork,
             "workers": workers,
-            # Each worker builds its own app (own connection pool) after fork.
+            # Each worker builds its own app (own connection pool) after
+            # fork, from the shared world when there is one.
             "preload_app": False,
             "accesslog": "-",
             "logger_class": "allotment.server.access_log.AccessLogger",
@@ -91,7 +120,8 @@ class _Server(BaseApplication):
     def load(self):
         from allotment.server.app import create_app
 
-        return create_app(self._conf)
+        world, self.world = self.world, None  # the worker's own from here on
+        return create_app(self._conf, world=world)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -126,8 +156,16 @@ def main(argv: list[str] | None = None) -> int:
     directory = metrics_dir(args.workers, configured)
     if directory:
         os.environ[telemetry.MULTIPROC_ENV] = directory
+    # Read after the metrics' directory is set: the counts made while it is
+    # read are this process's own, kept apart from its workers'.
+    world = setup.load_world(database) if conf.allotment.shared_world else None
+    if world is not None:
+        database.dispose()
+        # Imported once here rather than in every worker: a worker started
+        # in place of one that exited serves the sooner.
+        import allotment.server.app  # noqa: F401
     try:
-        _Server(conf, args.bind, args.workers, args.control_socket).run()
+        _Server(conf, args.bind, args.workers, args.control_socket, world).run()
     finally:
         if directory and not configured:
             shutil.rmtree(directory, ignore_errors=True)

@@ -27,19 +27,25 @@ from allotment.storage.db import Database
 from allotment.web import pages as web_pages
 from allotment.web import routes as web_routes
 from allotment.web import session as web_session
+from allotment.world.sync import Replica
 
 LOG = logging.getLogger(__name__)
 
 
-def create_app(conf: cfg.ConfigOpts, *, db: Database | None = None):
+def create_app(conf: cfg.ConfigOpts, *, db: Database | None = None,
+               world: Replica | None = None):
     """The full WSGI application for ``conf``.
 
     Prepares the database first (migrations where configured, standard
     resource classes and traits), so the first request finds a usable schema.
+    ``world``: the provider world as this process's parent read it before
+    forking it (allotment-api's shared world), served from here on;
+    otherwise the world is read now.
     """
     db = db or Database.from_conf(conf)
     setup.prepare_database(db, conf)
-    runtime = Runtime(conf=conf, db=db, replica=setup.load_world(db))
+    replica = setup.load_world(db) if world is None else setup.carry_world(world, db)
+    runtime = Runtime(conf=conf, db=db, replica=replica)
     policy = Policy(conf)
 
     app = falcon.App(

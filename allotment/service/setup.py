@@ -55,6 +55,15 @@ def load_world(db: Database) -> Replica:
     return replica
 
 
+def carry_world(replica: Replica, db: Database) -> Replica:
+    """A world read before this process forked from its parent, served from
+    ``db`` and brought up to date now (the feed after it, not the whole
+    world; see world.sync.Replica.carry_to)."""
+    replica.carry_to(db)
+    replica.catch_up()
+    return replica
+
+
 def sync_standards(db: Database) -> None:
     """Add standard resource classes and traits that the database lacks.
 

@@ -38,6 +38,17 @@ class Replica:
         self._mark: int | None = None  # storage.watch's mark when last current
         self.rebuilds = 0
 
+    def carry_to(self, db: Database) -> None:
+        """Serve this world, read by another process before it forked this
+        one, from ``db`` (this process's own connections): the next
+        :meth:`catch_up` reads the feed after where that process left off,
+        not the whole world."""
+        self.db = db
+        self.cursor.db = db
+        self.lock = threading.RLock()
+        # The other process's look at the database says nothing of this one's.
+        self._mark = None
+
     @property
     def head(self) -> int:
         """Every feed id up to here was applied or is a gap."""

@@ -7,11 +7,20 @@ as it listens: everything between the process starting and that answer
 (imports, loading the world, the first query) is what a restarted or
 newly spawned worker costs before it serves.  Its resident memory right
 after that answer is what a worker holds for the world at that size.
+
+Then that worker is killed, and the time from the kill to the first
+candidates answer of the worker gunicorn starts in its place is what a
+worker that exits (a crash, ``max_requests``, an out-of-memory kill) costs
+before its replacement serves.  That worker's memory is read three ways:
+resident (RSS, pages it shares with the server's main process included),
+proportional (PSS, shared pages divided among their sharers) and unique
+(USS, what it holds alone: what one more worker adds).
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import time
 from dataclasses import dataclass
@@ -27,6 +36,12 @@ TIMEOUT = 600.0
 class Cold:
     seconds: float  # process start to the first candidates answer
     rss_mb: float
+    # A worker started in place of one killed: kill to its first answer,
+    # and its memory then.
+    replaced_seconds: float | None = None
+    replaced_rss_mb: float | None = None
+    replaced_pss_mb: float | None = None
+    replaced_uss_mb: float | None = None
 
 
 def _command(server: Server, port: int) -> tuple[list[str], dict[str, str]]:
@@ -47,6 +62,58 @@ def _rss_mb(pid: int) -> float:
     return 0.0
 
 
+def memory_mb(pid: int) -> tuple[float, float, float]:
+    """RSS, PSS and USS of ``pid`` in MB (/proc/PID/smaps_rollup)."""
+    fields: dict[str, int] = {}
+    with open(f"/proc/{pid}/smaps_rollup") as rollup:
+        for line in rollup:
+            name, _, rest = line.partition(":")
+            if rest.strip().endswith("kB"):
+                fields[name] = int(rest.split()[0])
+    uss = fields.get("Private_Clean", 0) + fields.get("Private_Dirty", 0)
+    return fields.get("Rss", 0) / 1024, fields.get("Pss", 0) / 1024, uss / 1024
+
+
+def _workers(proc: subprocess.Popen) -> list[int]:
+    return [int(p) for p in subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True,
+                                           text=True, check=False).stdout.split()]
+
+
+def _first_answer(name: str, client: Client, path: str, proc: subprocess.Popen,
+                  start: float, log) -> None:
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{name}: a cold worker's server exited; see {log.name}")
+        try:
+            status, body, _ = client.request("GET", path)
+        except (ConnectionRefusedError, ConnectionResetError):
+            if time.perf_counter() - start > TIMEOUT:
+                raise
+            time.sleep(0.01)
+            continue
+        if status != 200:
+            raise RuntimeError(f"{name}: cold answer {status}: {body[:300]!r}")
+        return
+
+
+def _replaced(name: str, client: Client, path: str, proc: subprocess.Popen, log,
+              cold: Cold) -> None:
+    """Kill the server's one worker; time its replacement's first answer."""
+    (old,) = _workers(proc)
+    start = time.perf_counter()
+    os.kill(old, signal.SIGKILL)
+    while True:
+        found = _workers(proc)
+        if found and found != [old]:
+            break
+        if time.perf_counter() - start > TIMEOUT:
+            raise RuntimeError(f"{name}: no worker replaced the one killed; see {log.name}")
+        time.sleep(0.005)
+    _first_answer(name, client, path, proc, start, log)
+    cold.replaced_seconds = time.perf_counter() - start
+    cold.replaced_rss_mb, cold.replaced_pss_mb, cold.replaced_uss_mb = memory_mb(found[0])
+
+
 def cold_start(server: Server, path: str) -> Cold:
     """Start one more worker on ``server``'s configuration; time its first answer."""
     port = free_port()
@@ -57,22 +124,12 @@ def cold_start(server: Server, path: str) -> Cold:
                             stderr=subprocess.STDOUT)
     try:
         client = Client(f"http://127.0.0.1:{port}", timeout=TIMEOUT)
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"{server.name}: a cold worker exited; see {log.name}")
-            try:
-                status, body, _ = client.request("GET", path)
-            except (ConnectionRefusedError, ConnectionResetError):
-                if time.perf_counter() - start > TIMEOUT:
-                    raise
-                time.sleep(0.05)
-                continue
-            if status != 200:
-                raise RuntimeError(f"{server.name}: cold answer {status}: {body[:300]!r}")
-            seconds = time.perf_counter() - start
-            workers = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True,
-                                     text=True, check=False).stdout.split()
-            return Cold(seconds, _rss_mb(int(workers[0])) if workers else 0.0)
+        _first_answer(server.name, client, path, proc, start, log)
+        seconds = time.perf_counter() - start
+        workers = _workers(proc)
+        found = Cold(seconds, _rss_mb(workers[0]) if workers else 0.0)
+        _replaced(server.name, client, path, proc, log, found)
+        return found
     finally:
         proc.terminate()
         try:

@@ -32,8 +32,14 @@ class Start:
     listening: float  # seconds from starting the server to its first answer to GET /
     first: float  # seconds of the first candidates answer after that
     rss_mb: list[float] = field(default_factory=list)  # per worker, after the rounds
+    # Per process after the rounds, the main one first: (RSS, PSS, USS) MB.
+    memory_mb: list[tuple[float, float, float]] = field(default_factory=list)
     cold_seconds: float | None = None  # a one-worker server's start to its first answer
     cold_rss_mb: float | None = None  # that worker's memory right after it
+    # That server's worker killed: kill to its replacement's first answer,
+    # and the replacement's RSS, PSS and USS then (cold.Cold).
+    replaced_seconds: float | None = None
+    replaced_mb: tuple[float, float, float] | None = None
 
 
 @dataclass
@@ -74,6 +80,10 @@ class MixSection:
             lines.append(f"- {name}: SQL fill {seconds:.1f} s{adopt}")
         for name, start in self.starts.items():
             rss = ", ".join(f"{s:.0f} MB" for s in start.rss_mb) or "—"
+            if start.memory_mb:
+                lines.append(f"- {name}: after the rounds, RSS / PSS / USS of the main process"
+                             " and each worker: " + "; ".join(
+                                 f"{r:.0f} / {p:.0f} / {u:.0f} MB" for r, p, u in start.memory_mb))
             lines.append(f"- {name}: listening {start.listening:.1f} s after start, first "
                          f"candidates answer then {_ms(start.first)} ms; worker RSS after "
                          f"the rounds {rss}")
@@ -81,6 +91,12 @@ class MixSection:
                 lines.append(f"- {name}, one more worker started cold: first candidates "
                              f"answer {start.cold_seconds:.1f} s after its process started,"
                              f" then {start.cold_rss_mb:.0f} MB resident")
+            if start.replaced_seconds is not None and start.replaced_mb is not None:
+                rss, pss, uss = start.replaced_mb
+                lines.append(f"- {name}, that worker killed: the worker started in its place"
+                             f" answered {start.replaced_seconds:.2f} s after the kill, then"
+                             f" {rss:.0f} MB resident, {pss:.0f} MB proportional,"
+                             f" {uss:.0f} MB its own")
         for name, led in self.ledgers.items():
             for error in led.errors[:3]:
                 lines.append(f"- {name} error: {error}")

@@ -134,6 +134,11 @@ def run_world(backend: Backend, shape: str, hosts: int, args,
             fresh = cold.cold_start(servers[name], menu[0].path)
             section.starts[name].cold_seconds = fresh.seconds
             section.starts[name].cold_rss_mb = fresh.rss_mb
+            section.starts[name].replaced_seconds = fresh.replaced_seconds
+            if fresh.replaced_rss_mb is not None:
+                section.starts[name].replaced_mb = (
+                    fresh.replaced_rss_mb, fresh.replaced_pss_mb or 0.0,
+                    fresh.replaced_uss_mb or 0.0)
         print(f"   {name}: filled {section.fill[name]:.1f} s, listening {listening:.1f} s, "
               f"first answer {first * 1000:.0f} ms", file=sys.stderr, flush=True)
     for name in args.configs:
@@ -162,6 +167,7 @@ def run_world(backend: Backend, shape: str, hosts: int, args,
         books = verify.read(urls[name], mix.PROJECT, usages)
         section.verdicts[name] = verify.check(books, ledger.granted, ledger.deleted)
         section.starts[name].rss_mb = worker_rss_mb(servers[name].pids)
+        section.starts[name].memory_mb = [cold.memory_mb(pid) for pid in servers[name].pids]
     for server in servers.values():
         server.stop()
 
