@@ -91,9 +91,15 @@ def worlds(draw) -> World:
                                   [SHARES], [AGGREGATE]))
     allocations: dict[str, dict[str, dict[str, int]]] = {}
     vcpu_holders = [p for p in providers if "VCPU" in p.inventory]
+    held: dict[str, int] = {}
     for _ in range(draw(st.integers(0, 3))):
         holder = draw(st.sampled_from(vcpu_holders))
-        allocations[str(next(uuids))] = {holder.uuid: {"VCPU": draw(st.integers(1, 2))}}
+        amount = draw(st.integers(1, 2))
+        # Only what fits: three consumers of 2 would not on a host of 4.
+        if held.get(holder.uuid, 0) + amount > holder.inventory["VCPU"]["total"]:
+            continue
+        held[holder.uuid] = held.get(holder.uuid, 0) + amount
+        allocations[str(next(uuids))] = {holder.uuid: {"VCPU": amount}}
     return World(providers, allocations)
 
 
