@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import itertools
 
 import falcon
 import orjson
@@ -15,6 +16,7 @@ from allotment.engine.packed import Packed
 from allotment.engine.request import AllocationCandidatesRequest
 from allotment.engine.search import Candidate
 from allotment.service import allocation_candidates as service
+from allotment.service import candidate_rounds
 from allotment.service import headroom as headroom_service
 
 # Where the response grows, by microversion.
@@ -122,6 +124,39 @@ def _encoded_summary(encoded: dict, s: service.ProviderSummary, shape: tuple,
     return fragment
 
 
+def _summaries_entries(tree: tuple, want: tuple[int, int]) -> bytes:
+    """A tree's summaries as the entries of ``provider_summaries``
+    (``"uuid":{...}`` joined by commas), from 1.29."""
+    return orjson.dumps({s.uuid: _summary_body(s, None, want) for s in tree})[1:-1]
+
+
+@functools.lru_cache(maxsize=64)
+def _encoders(want: tuple[int, int]) -> candidate_rounds.Encoders:
+    """How an answer kept tree by tree is written at ``want`` (from 1.29)."""
+    return candidate_rounds.Encoders(
+        candidate=lambda cand: orjson.dumps(_allocation_request(cand, want)),
+        tree=lambda tree: _summaries_entries(tree, want),
+        shape=(want >= _MAPPINGS,))
+
+
+def _body(encoded: candidate_rounds.Assembled) -> bytes:
+    """What orjson writes for the answer's two keys, from their pieces,
+    joined at once (each join of a big answer is a fresh copy of it)."""
+    pieces = [b'{"allocation_requests":[']
+    _joined(pieces, encoded.requests)
+    pieces.append(b'],"provider_summaries":{')
+    _joined(pieces, encoded.summaries)
+    pieces.append(b"}}")
+    return b"".join(pieces)
+
+
+def _joined(pieces: list[bytes], items: list[bytes]) -> None:
+    """``items`` onto ``pieces`` with commas between them."""
+    if items:
+        pieces.extend(item for pair in zip(items, itertools.repeat(b",")) for item in pair)
+        pieces.pop()
+
+
 @functools.lru_cache(maxsize=1024)
 def _parse(pairs: tuple[tuple[str, str], ...],
            want: tuple[int, int]) -> AllocationCandidatesRequest:
@@ -152,7 +187,13 @@ class AllocationCandidates(Resource):
             max_candidates=placement.max_allocation_candidates,
             strategy=placement.allocation_candidates_generation_strategy,
             randomize=placement.randomize_allocation_candidates,
-            explain_limit=explain_limit, packed=want >= _MAPPINGS)
+            explain_limit=explain_limit, packed=want >= _MAPPINGS,
+            encoders=(_encoders(want) if want >= _SUMMARY_TREE and wanted is request
+                      else None))
+        if found.encoded is not None:
+            telemetry.metrics().candidates.observe(len(found.encoded.requests))
+            rendering.send_encoded(req, resp, _body(found.encoded))
+            return
         telemetry.metrics().candidates.observe(
             sum(c.count if isinstance(c, Packed) else 1 for c in found.candidates))
         # One section per shape of allocation request.

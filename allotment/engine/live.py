@@ -42,7 +42,7 @@ _REVISIONS = revisions.Revisions()
 class LiveSnapshot(Snapshot):
     """A :class:`Snapshot` that :meth:`replace_trees` and :meth:`add_usage` change."""
 
-    __slots__ = ("_free", "_interned", "_kept", "_limits", "_maps", "_revs",
+    __slots__ = ("_free", "_interned", "_kept", "_limits", "_log", "_maps", "_revs",
                  "_root_keys", "_root_traits")
 
     # -- construction ------------------------------------------------------
@@ -91,6 +91,7 @@ class LiveSnapshot(Snapshot):
         first = _REVISIONS.take(n)
         self._revs = list(range(first, first + n))
         self._kept = kept.Store(self.__len__, self.root_count)
+        self._log = revisions.TouchLog(self.__len__)
         # Identical trait sets, aggregate sets, limits and inventory maps are
         # stored once, as Snapshot.build does.
         self._interned = {}
@@ -141,8 +142,19 @@ class LiveSnapshot(Snapshot):
         """Trees answered from kept answers so far."""
         return self._kept.hits
 
+    def touch_mark(self) -> int:
+        """Where the log of touched positions stands now (see touched_since)."""
+        return self._log.mark()
+
+    def touched_since(self, mark: int) -> list[int] | None:
+        """Positions whose provider changed, appeared or went since
+        ``mark`` (a dropped one as itself), or None when that is no longer
+        known: what is kept per tree need be dropped for their trees only."""
+        return self._log.since(mark)
+
     def _touch(self, i: int) -> None:
         self._revs[i] = _REVISIONS.take()
+        self._log.add(i)
 
     def root_trait_sets(self) -> Iterable[frozenset[str]]:
         """The distinct trait sets of roots (few, however many roots there are)."""
@@ -402,6 +414,7 @@ class LiveSnapshot(Snapshot):
         self._generations[i] = 0
 
     def _drop(self, i: int) -> None:
+        self._log.add(i)
         uuid = self.uuids[i]
         del self.index[uuid]
         self.used.pop(uuid, None)

@@ -40,7 +40,8 @@ from allotment.engine.request import AllocationCandidatesRequest
 from allotment.engine.snapshot import Snapshot
 from allotment.engine.unsuffixed import lonely_search
 
-__all__ = ["STRATEGIES", "Candidate", "find_candidates", "provider_summary_uuids"]
+__all__ = ["STRATEGIES", "Candidate", "find_candidates", "provider_summary_uuids",
+           "tree_candidates"]
 
 STRATEGIES = ("depth-first", "breadth-first")
 
@@ -291,3 +292,12 @@ def _dedupe(plan: Plan, found: Iterator[tuple[int, dict, list]],
                 continue
             seen.add(key)
         yield build_candidate(plan, r, usage, chosen)
+
+
+def tree_candidates(plan: Plan, r: int) -> Iterator[Candidate]:
+    """The candidates anchored at root ``r``, in the order a limited
+    request takes them from its tree (see :func:`_spread`), for a world no
+    sharing provider is in: one tree's candidates are then never another's,
+    so a caller may keep them tree by tree (service.candidate_rounds)."""
+    for usage, chosen in search_anchor(plan, r, None):
+        yield chosen if usage is READY else build_candidate(plan, r, usage, chosen)

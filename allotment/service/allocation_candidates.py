@@ -21,6 +21,7 @@ from allotment.engine.live import LiveSnapshot
 from allotment.engine.packed import Packed
 from allotment.engine.plan import Group
 from allotment.engine.request import AllocationCandidatesRequest, RequestGroup
+from allotment.service import candidate_rounds
 from allotment.world.cache import Cache
 from allotment.world.model import World
 from allotment.world.sync import Replica
@@ -56,6 +57,10 @@ class CandidatesResult:
     # candidates (the world's cache, see world.cache); None for an answer
     # with neither.
     cache: Cache | None = None
+    # The answer already encoded, when the caller gave encoders and the
+    # request is one whose answer is kept tree by tree
+    # (service.candidate_rounds); candidates and summaries are then empty.
+    encoded: candidate_rounds.Assembled | None = None
 
 
 EMPTY = CandidatesResult([], [])
@@ -163,6 +168,7 @@ def find(
     rng: random.Random | None = None,
     explain_limit: int | None = None,
     packed: bool = False,
+    encoders: candidate_rounds.Encoders | None = None,
 ) -> CandidatesResult:
     """Candidates for ``request`` and the summaries of the providers around them.
 
@@ -175,6 +181,7 @@ def find(
     ``packed`` a tree whose whole answer is kept packed may stand in the
     candidates as one :class:`Packed` (see ``search.find_candidates``).
     """
+    plain = not isinstance(request, ExtendedRequest)
     ext = extensions.extend(request)
     request = ext.base
     classes, traits = _named(request)
@@ -199,6 +206,13 @@ def find(
             if explain_limit is None:
                 return EMPTY
             return CandidatesResult([], [], explain(snap, ext, tree_limit=explain_limit))
+        if (encoders is not None and plain and not randomize and max_candidates < 0
+                and explain_limit is None and candidate_rounds.serves(snap, request)):
+            trait_rank, uuids = world.names.trait_rank, snap.uuids
+            return CandidatesResult([], [], encoded=candidate_rounds.assemble(
+                world, request, encoders,
+                lambda members: tuple(_summary(snap, uuids[m], trait_rank, ())
+                                      for m in members)))
         hits = snap.kept_hits()
         candidates = list(extensions.find_candidates(
             snap, ext, max_candidates=max_candidates, strategy=strategy,
