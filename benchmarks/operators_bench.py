@@ -1,6 +1,7 @@
 """What operating a large cloud costs: a /metrics scrape, the headroom of 20
-flavors (with nothing changed since the last scrape, and after one more
-instance was claimed), ``allotment hosts`` and the ``/ui`` host list.
+flavors (with nothing changed since the last scrape, after one more
+instance was claimed, and the first scrape of a process just started,
+which counts every tree), ``allotment hosts`` and the ``/ui`` host list.
 
 Run: ``.venv/bin/python benchmarks/operators_bench.py [--hosts 10000]
 [--repeat 5] [--database-url URL]``.  The world is http_bench's (flat hosts,
