@@ -186,7 +186,8 @@ def write(conn: Connection, batch: Sequence[ConsumerAllocations]) -> None:
 
     try:
         for pid in sorted(touched_pids):
-            resource_providers.bump_generation(conn, pid, by_id[pid].generation)
+            resource_providers.bump_generation(conn, pid, by_id[pid].generation,
+                                               tree_changed=False)
     except errors.ConcurrentUpdate as exc:
         raise RetryWrite() from exc
     for index in sorted({a.consumer for a in allocs}):

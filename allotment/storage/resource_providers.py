@@ -125,16 +125,28 @@ class ProviderRow(NamedTuple):
     updated_at: datetime.datetime | None
 
 
-def bump_generation(conn: Connection, provider_id: int, seen_generation: int) -> int:
+def bump_generation(conn: Connection, provider_id: int, seen_generation: int, *,
+                    tree_changed: bool = True) -> int:
     """Advance the provider's generation from ``seen_generation``.
 
     Raises errors.ConcurrentUpdate when the stored generation is no longer
     ``seen_generation`` (someone else changed the provider first).  On
     PostgreSQL the UPDATE takes the row lock, so a competing writer waits for
     us and then finds the generation moved: no update is ever lost.
-    Returns the new generation.
+    Returns the new generation.  ``tree_changed`` false: the write changes
+    nothing the provider's tree is read for (allocations, whose usage the
+    feed carries as deltas): the feed notes the generation alone, and no
+    process reads the tree again for it.
     """
-    return bump(conn, provider_id, seen_generation)[0]
+    if tree_changed:
+        return bump(conn, provider_id, seen_generation)[0]
+    now = utcnow()
+    if conn.execute(_BUMP, {"pid": provider_id, "seen": seen_generation,
+                            "next_generation": seen_generation + 1,
+                            "now": now}).rowcount != 1:
+        raise errors.ConcurrentUpdate(CONCURRENT_UPDATE_MESSAGE)
+    feed.note_generation(conn, provider_id, seen_generation + 1, now)
+    return seen_generation + 1
 
 
 # The statements of every write, built once: building a statement costs
