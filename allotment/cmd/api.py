@@ -14,6 +14,7 @@ from gunicorn.app.base import BaseApplication
 
 from allotment import telemetry
 from allotment.cmd import common
+from allotment.server import malloc
 from allotment.server.worker import DeadlineSyncWorker
 from allotment.service import setup
 from allotment.storage import db as db_mod
@@ -141,6 +142,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.workers < 1:
         parser.error("--workers must be at least 1")
     conf = common.load_conf(args)
+    # Before anything big is made: the workers inherit it.
+    malloc.keep_big_buffers()
     if args.auth_strategy:
         conf.set_override("auth_strategy", args.auth_strategy, group="api")
 
