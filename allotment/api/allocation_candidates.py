@@ -125,16 +125,18 @@ def _encoded_summary(encoded: dict, s: service.ProviderSummary, shape: tuple,
 
 
 def _summaries_entries(tree: tuple, want: tuple[int, int]) -> bytes:
-    """A tree's summaries as the entries of ``provider_summaries``
-    (``"uuid":{...}`` joined by commas), from 1.29."""
-    return orjson.dumps({s.uuid: _summary_body(s, None, want) for s in tree})[1:-1]
+    """A tree's summaries as entries of ``provider_summaries``
+    (``,"uuid":{...}`` each, a comma first), from 1.29."""
+    return b"," + orjson.dumps({s.uuid: _summary_body(s, None, want) for s in tree})[1:-1]
 
 
 @functools.lru_cache(maxsize=64)
 def _encoders(want: tuple[int, int]) -> candidate_rounds.Encoders:
-    """How an answer kept tree by tree is written at ``want`` (from 1.29)."""
+    """How an answer kept tree by tree is written at ``want`` (from 1.29):
+    every piece with the comma that goes before it in a list, so that the
+    answer is its pieces joined at once (the first loses its comma)."""
     return candidate_rounds.Encoders(
-        candidate=lambda cand: orjson.dumps(_allocation_request(cand, want)),
+        candidate=lambda cand: b"," + orjson.dumps(_allocation_request(cand, want)),
         tree=lambda tree: _summaries_entries(tree, want),
         shape=(want >= _MAPPINGS,))
 
@@ -143,18 +145,19 @@ def _body(encoded: candidate_rounds.Assembled) -> bytes:
     """What orjson writes for the answer's two keys, from their pieces,
     joined at once (each join of a big answer is a fresh copy of it)."""
     pieces = [b'{"allocation_requests":[']
-    _joined(pieces, encoded.requests)
+    _listed(pieces, encoded.requests)
     pieces.append(b'],"provider_summaries":{')
-    _joined(pieces, encoded.summaries)
+    _listed(pieces, encoded.summaries)
     pieces.append(b"}}")
     return b"".join(pieces)
 
 
-def _joined(pieces: list[bytes], items: list[bytes]) -> None:
-    """``items`` onto ``pieces`` with commas between them."""
+def _listed(pieces: list[bytes], items: list[bytes]) -> None:
+    """``items`` (each with its comma first) onto ``pieces`` as the
+    elements of a list: the first without its comma."""
     if items:
-        pieces.extend(item for pair in zip(items, itertools.repeat(b",")) for item in pair)
-        pieces.pop()
+        pieces.append(items[0][1:])
+        pieces.extend(itertools.islice(items, 1, None))
 
 
 @functools.lru_cache(maxsize=1024)

@@ -43,10 +43,11 @@ _DEPTH = -1
 @dataclass(frozen=True)
 class Encoders:
     """How the renderer writes one candidate's allocation request, and one
-    tree's provider summaries (as ``"uuid":{...}`` entries joined by
-    commas, for the members given as summaries); ``shape`` names what they
-    write (microversion thresholds), so that answers of another shape are
-    kept apart."""
+    tree's provider summaries (as ``"uuid":{...}`` entries, for the
+    members given as summaries), each as it stands in the answer (with
+    whatever separator the renderer puts before it); ``shape`` names what
+    they write (microversion thresholds), so that answers of another shape
+    are kept apart."""
 
     candidate: Callable[[Candidate], bytes]
     tree: Callable[[tuple], bytes]
