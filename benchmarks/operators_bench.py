@@ -79,24 +79,36 @@ def _get(app, path: str, *, accept: str = "application/json") -> webob.Response:
     return resp
 
 
-def _time(action, repeat: int, before=None) -> tuple[float, float, float, object]:
-    """Median and slowest wall time and median CPU time (ms) of ``action``
-    (``before()`` runs, untimed, before each).
+def _timed(action) -> tuple[float, float, object]:
+    """Wall and CPU time (ms) of one ``action()``, and what it returned.
 
     Everything runs in this one thread, so the CPU time is the work done,
     whatever else the machine runs; on a busy machine the wall time is
     larger by however long the process waited for a core.
     """
+    start, start_cpu = time.perf_counter(), time.process_time()
+    result = action()
+    return ((time.perf_counter() - start) * 1000, (time.process_time() - start_cpu) * 1000,
+            result)
+
+
+def _row(name: str, runs: list[tuple[float, float, object]]) -> tuple:
+    """Median and slowest wall time, median CPU time and the last result."""
+    walls = [w for w, _, _ in runs]
+    return (name, statistics.median(walls), max(walls),
+            statistics.median(c for _, c, _ in runs), runs[-1][2])
+
+
+def _time(action, repeat: int, before=None) -> tuple[float, float, float, object]:
+    """:func:`_row` of ``repeat`` runs of ``action`` after one warm-up
+    (``before()`` runs, untimed, before each)."""
     action()  # warm-up: the first answer after start also loads the world
-    times, cpu, last = [], [], None
+    runs = []
     for _ in range(repeat):
         if before is not None:
             before()
-        start, start_cpu = time.perf_counter(), time.process_time()
-        last = action()
-        cpu.append((time.process_time() - start_cpu) * 1000)
-        times.append((time.perf_counter() - start) * 1000)
-    return statistics.median(times), max(times), statistics.median(cpu), last
+        runs.append(_timed(action))
+    return _row("", runs)[1:]
 
 
 def _after_start(conf, db: Database, repeat: int) -> list[tuple]:
@@ -105,36 +117,24 @@ def _after_start(conf, db: Database, repeat: int) -> list[tuple]:
     counts the headroom of every flavor on every tree afresh.  Each run is
     a new application with a world of its own; the first scrape is timed
     without flavors and with them, so that the headroom's share shows."""
+    def scrape(app) -> int:
+        return len(_get(app, "/metrics").body)
+
     flavors = conf.allotment.capacity_flavors
     conf.set_override("capacity_flavors", [], group="allotment")
     plain = []
     for _ in range(max(1, repeat)):
         app = create_app(conf, db=db)
-        start, start_cpu = time.perf_counter(), time.process_time()
-        size = len(_get(app, "/metrics").body)
-        plain.append(((time.perf_counter() - start) * 1000,
-                      (time.process_time() - start_cpu) * 1000, size))
+        plain.append(_timed(lambda app=app: scrape(app)))
     conf.set_override("capacity_flavors", flavors, group="allotment")
     builds, scrapes = [], []
     for _ in range(max(1, repeat)):
-        start, start_cpu = time.perf_counter(), time.process_time()
-        app = create_app(conf, db=db)
-        builds.append(((time.perf_counter() - start) * 1000,
-                       (time.process_time() - start_cpu) * 1000))
-        start, start_cpu = time.perf_counter(), time.process_time()
-        size = len(_get(app, "/metrics").body)
-        scrapes.append(((time.perf_counter() - start) * 1000,
-                        (time.process_time() - start_cpu) * 1000, size))
-    return [
-        ("start: the world built (create_app)",
-         statistics.median(w for w, _ in builds), max(w for w, _ in builds),
-         statistics.median(c for _, c in builds), ""),
-        ("first GET /metrics after a start (placement series)",
-         statistics.median(w for w, _, _ in plain), max(w for w, _, _ in plain),
-         statistics.median(c for _, c, _ in plain), plain[-1][2]),
-        (f"first GET /metrics after a start (+ headroom of {len(FLAVORS)})",
-         statistics.median(w for w, _, _ in scrapes), max(w for w, _, _ in scrapes),
-         statistics.median(c for _, c, _ in scrapes), scrapes[-1][2])]
+        wall, cpu, app = _timed(lambda: create_app(conf, db=db))
+        builds.append((wall, cpu, ""))
+        scrapes.append(_timed(lambda app=app: scrape(app)))
+    return [_row("start: the world built (create_app)", builds),
+            _row("first GET /metrics after a start (placement series)", plain),
+            _row(f"first GET /metrics after a start (+ headroom of {len(FLAVORS)})", scrapes)]
 
 
 def main() -> None:

@@ -191,8 +191,7 @@ class AllocationCandidates(Resource):
             strategy=placement.allocation_candidates_generation_strategy,
             randomize=placement.randomize_allocation_candidates,
             explain_limit=explain_limit, packed=want >= _MAPPINGS,
-            encoders=(_encoders(want) if want >= _SUMMARY_TREE and wanted is request
-                      else None))
+            encoders=_encoders(want) if want >= _SUMMARY_TREE else None)
         if found.encoded is not None:
             telemetry.metrics().candidates.observe(len(found.encoded.requests))
             rendering.send_encoded(req, resp, _body(found.encoded))

@@ -251,12 +251,8 @@ class Counts:
                     dirty.add(old.component_of[r])
             if r not in anchors or not plan.root_ok(r):
                 continue
-            answer = self._answer(plan, trees, r, None if pinned else uses_aggs, served)
-            if answer is not None:
-                self.answers[r] = answer
-                self._add(answer, 1)
-                if answer.shares:
-                    dirty.add(trees.component_of[r])
+            self._keep(trees, r, self._answer(plan, trees, r, None if pinned else uses_aggs,
+                                              served), dirty)
         if regrouped:
             dirty.update(set(trees.component_of.values()))
         for group in dirty:
@@ -269,11 +265,7 @@ class Counts:
         uuids, aggregates, answers = snap.uuids, trees.aggregates, self.answers
         for r in trees.holding:
             if r in anchors and plan.root_ok(r):
-                answer = self._answer(plan, trees, r, uses_aggs, served)
-                if answer is not None:
-                    answers[r] = answer
-                    self._add(answer, 1)
-                    dirty.add(trees.component_of[r])
+                self._keep(trees, r, self._answer(plan, trees, r, uses_aggs, served), dirty)
         for key, roots in trees.classes(uses_aggs).items():
             members = [r for r in roots if r in anchors]
             # Root traits and aggregates are in the key: one tree answers
@@ -281,19 +273,8 @@ class Counts:
             if not members or not plan.root_ok(members[0]):
                 continue
             if members[0] in trees.shares:
-                # Alike and served by the same sharing providers: the first
-                # tree's candidates, renamed, are every other's.
-                like = members[0]
-                found = _candidates(plan, trees.places, like)
-                if not found:
-                    continue
-                n = place(snap, found)
                 for r in members:
-                    answer = Answer(uuids[r], n, aggregates[r], True,
-                                    found if r == like else _renamed(snap, trees, found, like, r))
-                    answers[r] = answer
-                    self._add(answer, 1)
-                    dirty.add(trees.component_of[r])
+                    self._keep(trees, r, self._served(plan, trees, r, key, served), dirty)
                 continue
             n = self.by_signature.get(key, _MISSING)
             if n is _MISSING:
@@ -314,27 +295,44 @@ class Counts:
             for agg, k in inside.items():
                 _move(self.alone_by_agg, (agg,), n * k)
 
+    def _keep(self, trees: Trees, r: int, answer: Answer | None,
+              dirty: set[tuple[int, ...]]) -> None:
+        """``answer`` as the tree's, in the sums (its group of linked trees
+        to be placed again when it has sharing providers)."""
+        if answer is None:
+            return
+        self.answers[r] = answer
+        self._add(answer, 1)
+        if answer.shares:
+            dirty.add(trees.component_of[r])
+
+    def _served(self, plan, trees: Trees, r: int, key: object, served: dict) -> Answer | None:
+        """The answer of a tree served by sharing providers, counted once
+        per ``key`` (its signature, aggregates and sharing providers) at
+        this state: a tree alike takes the first one's candidates renamed."""
+        snap = trees.snap
+        like = served.get(key)
+        if like is None:
+            found = _candidates(plan, trees.places, r)
+            n = place(snap, found) if found else None
+            served[key] = (r, n, found)
+        else:
+            n = like[1]
+            found = _renamed(snap, trees, like[2], like[0], r) if n is not None else []
+        if n is None:
+            return None
+        return Answer(snap.uuids[r], n, trees.aggregates[r], True, found)
+
     def _answer(self, plan, trees: Trees, r: int, uses_aggs: bool | None,
                 served: dict) -> Answer | None:
         snap = trees.snap
         if r in trees.shares:
-            if uses_aggs is None or r in trees.holding:
-                found = _candidates(plan, trees.places, r)
-                n = place(snap, found) if found else None
-            else:
-                shape, aggs = trees.signatures[r]
-                key = (shape, aggs, snap.sharing_by_anchor[r])
-                like = served.get(key)
-                if like is None:
-                    found = _candidates(plan, trees.places, r)
-                    n = place(snap, found) if found else None
-                    served[key] = (r, n, found)
-                else:
-                    n = like[1]
-                    found = _renamed(snap, trees, like[2], like[0], r) if n is not None else []
-            if n is None:
+            if uses_aggs is not None and r not in trees.holding:
+                return self._served(plan, trees, r, trees.served_key(r), served)
+            found = _candidates(plan, trees.places, r)
+            if not found:
                 return None
-            return Answer(snap.uuids[r], n, trees.aggregates[r], True, found)
+            return Answer(snap.uuids[r], place(snap, found), trees.aggregates[r], True, found)
         key: object = None
         if uses_aggs is not None:  # None: the request names trees (in_tree)
             shape, aggs = trees.signatures[r]

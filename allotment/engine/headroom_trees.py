@@ -43,10 +43,10 @@ def _stamp(revs: Sequence[int], members: tuple[int, ...] | None,
     return (tuple(map(at, members or (r,))), tuple(map(at, pools or ())))
 
 
-def _own(snap: Snapshot, m: int, sorted_traits: dict) -> tuple:
+def _own(snap: Snapshot, m: int, sorted_forms: dict) -> tuple:
     """What a provider is, but for its place and name: inventory, usage
     (classes with some in use) and traits, each sorted by class or name,
-    comparable with another's.  ``sorted_traits`` keeps the sorted forms
+    comparable with another's.  ``sorted_forms`` keeps the sorted forms
     of the trait sets and inventories (both shared between providers)
     already made."""
     u = snap.used.get(snap.uuids[m])
@@ -57,23 +57,23 @@ def _own(snap: Snapshot, m: int, sorted_traits: dict) -> tuple:
     else:
         usage = ()
     traits = snap.traits[m]
-    names = sorted_traits.get(traits)
+    names = sorted_forms.get(traits)
     if names is None:
-        names = sorted_traits[traits] = tuple(sorted(traits))
+        names = sorted_forms[traits] = tuple(sorted(traits))
     inventory = snap.inventory[m]
     if inventory:
         # The shared inventory mappings live as long as the snapshot: their
         # id names them for the time of one build.
-        limits = sorted_traits.get(id(inventory))
+        limits = sorted_forms.get(id(inventory))
         if limits is None:
-            limits = sorted_traits[id(inventory)] = tuple(sorted(inventory.items()))
+            limits = sorted_forms[id(inventory)] = tuple(sorted(inventory.items()))
     else:
         limits = ()
     return (limits, usage, names)
 
 
 def canonical(snap: Snapshot, members: tuple[int, ...],
-              sorted_traits: dict | None = None) -> tuple[tuple[int, ...], tuple, tuple]:
+              sorted_forms: dict | None = None) -> tuple[tuple[int, ...], tuple, tuple]:
     """A tree's providers in *canonical order*, its shape in that order and
     its providers' aggregates in that order (see the module docstring).
 
@@ -83,15 +83,15 @@ def canonical(snap: Snapshot, members: tuple[int, ...],
     providers are, not their UUIDs, so two trees alike have their providers
     in corresponding places.  The shape lists each provider, in that order,
     as (its parent's place, inventory, usage, traits)."""
-    traits_of = {} if sorted_traits is None else sorted_traits
+    forms = {} if sorted_forms is None else sorted_forms
     if len(members) == 1:
         (r,) = members
-        return members, ((-1, *_own(snap, r, traits_of)),), (snap.aggregates[r],)
+        return members, ((-1, *_own(snap, r, forms)),), (snap.aggregates[r],)
     children = snap.children
     labels: dict[int, tuple] = {}
     ranked: dict[int, list[int]] = {}
 
-    def label(m: int) -> tuple:
+    def label(m: int) -> None:
         kids = children[m]
         if kids:
             for c in kids:
@@ -101,8 +101,7 @@ def canonical(snap: Snapshot, members: tuple[int, ...],
             below = tuple([labels[c] for c in order])
         else:
             below = ()
-        found = labels[m] = (_own(snap, m, traits_of), below)
-        return found
+        labels[m] = (_own(snap, m, forms), below)
 
     r = members[0]
     while snap.parent[r] != -1:
@@ -167,14 +166,14 @@ class Trees:
             self.orders = {r: previous.orders[r] for r in kept if r in previous.orders}
             todo = [r for r in self.roots if r not in self.signatures]
         aggregates = snap.aggregates
-        sorted_traits: dict = {}
+        sorted_forms: dict = {}
         for r in todo:
             members = many(r)
             if members is None:
-                self.signatures[r] = canonical(snap, (r,), sorted_traits)[1:]
+                self.signatures[r] = canonical(snap, (r,), sorted_forms)[1:]
                 self.aggregates[r] = aggregates[r]
             else:
-                order, shape, aggs = canonical(snap, members, sorted_traits)
+                order, shape, aggs = canonical(snap, members, sorted_forms)
                 self.orders[r] = order
                 self.signatures[r] = (shape, aggs)
                 self.aggregates[r] = frozenset().union(*aggs)
@@ -200,19 +199,23 @@ class Trees:
         found = self._classes.get(with_aggregates)
         if found is None:
             found = self._classes[with_aggregates] = {}
-            served = self.snap.sharing_by_anchor
             for r in self.roots:
                 if r in self.holding:
                     continue
                 shape, aggs = self.signatures[r]
                 if r in self.shares:
-                    key: object = (shape, aggs, served[r])
+                    key: object = self.served_key(r)
                 elif with_aggregates:
                     key = (shape, aggs)
                 else:
                     key = shape
                 found.setdefault(key, []).append(r)
         return found
+
+    def served_key(self, r: int) -> tuple:
+        """What makes trees served by sharing providers alike: their
+        signature and aggregates, and the sharing providers serving them."""
+        return (*self.signatures[r], self.snap.sharing_by_anchor[r])
 
     def unchanged(self, snap: Snapshot) -> bool:
         """Whether ``snap`` is still in the state these trees were worked out at."""

@@ -70,9 +70,9 @@ def serves(snap: object, request: AllocationCandidatesRequest) -> bool:
             and request.nested_aware)
 
 
-def _brought_up(section: dict, snap: LiveSnapshot, names_version: int) -> int:
+def _brought_up(section: dict, snap: LiveSnapshot, names_version: int) -> None:
     """Drop from ``section`` (root -> what is kept of its tree) every tree
-    touched since it was last brought up; the number of trees kept."""
+    touched since it was last brought up."""
     state = section.get(_STATE)
     touched = (None if state is None or state[1] != names_version
                else snap.touched_since(state[0]))
@@ -86,7 +86,6 @@ def _brought_up(section: dict, snap: LiveSnapshot, names_version: int) -> int:
             pop(i, None)
             pop(root[i], None)
     section[_STATE] = (snap.touch_mark(), names_version)
-    return len(section)
 
 
 def assemble(world: World, request: AllocationCandidatesRequest, encoders: Encoders,

@@ -133,20 +133,9 @@ def bump_generation(conn: Connection, provider_id: int, seen_generation: int, *,
     ``seen_generation`` (someone else changed the provider first).  On
     PostgreSQL the UPDATE takes the row lock, so a competing writer waits for
     us and then finds the generation moved: no update is ever lost.
-    Returns the new generation.  ``tree_changed`` false: the write changes
-    nothing the provider's tree is read for (allocations, whose usage the
-    feed carries as deltas): the feed notes the generation alone, and no
-    process reads the tree again for it.
+    Returns the new generation.  ``tree_changed``: see :func:`bump`.
     """
-    if tree_changed:
-        return bump(conn, provider_id, seen_generation)[0]
-    now = utcnow()
-    if conn.execute(_BUMP, {"pid": provider_id, "seen": seen_generation,
-                            "next_generation": seen_generation + 1,
-                            "now": now}).rowcount != 1:
-        raise errors.ConcurrentUpdate(CONCURRENT_UPDATE_MESSAGE)
-    feed.note_generation(conn, provider_id, seen_generation + 1, now)
-    return seen_generation + 1
+    return bump(conn, provider_id, seen_generation, tree_changed=tree_changed)[0]
 
 
 # The statements of every write, built once: building a statement costs
@@ -182,19 +171,22 @@ def _insert_once_postgresql() -> sa.Insert:
 _INSERT_ONCE_POSTGRESQL = _insert_once_postgresql()
 
 
-def bump(conn: Connection, provider_id: int,
-         seen_generation: int) -> tuple[int, datetime.datetime]:
+def bump(conn: Connection, provider_id: int, seen_generation: int, *,
+         tree_changed: bool = True) -> tuple[int, datetime.datetime]:
     """bump_generation, returning the new generation and ``updated_at``.
 
     The change feed learns which tree changed: where the database can say so
     from the UPDATE itself (under the row lock, so a concurrent move of the
     tree cannot make it stale), without a separate lookup when the
-    transaction ends.
+    transaction ends.  ``tree_changed`` false: the write changes nothing the
+    provider's tree is read for (allocations, whose usage the feed carries
+    as deltas): the feed notes the generation alone, and no process reads
+    the tree again for it.
     """
     now = utcnow()
     params = {"pid": provider_id, "seen": seen_generation,
               "next_generation": seen_generation + 1, "now": now}
-    if conn.dialect.update_returning:
+    if tree_changed and conn.dialect.update_returning:
         root = direct.execute(conn, _BUMP_RETURNING_ROOT, params).scalar()
         if root is None:
             raise errors.ConcurrentUpdate(CONCURRENT_UPDATE_MESSAGE)
@@ -202,7 +194,8 @@ def bump(conn: Connection, provider_id: int,
     else:
         if conn.execute(_BUMP, params).rowcount != 1:
             raise errors.ConcurrentUpdate(CONCURRENT_UPDATE_MESSAGE)
-        feed.note_providers(conn, [provider_id])
+        if tree_changed:
+            feed.note_providers(conn, [provider_id])
     feed.note_generation(conn, provider_id, seen_generation + 1, now)
     return seen_generation + 1, now
 

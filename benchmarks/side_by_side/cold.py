@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass
 
 from benchmarks.side_by_side.client import Client
+from benchmarks.side_by_side.measure import memory_mb
 from tests.harness import upstream
 from tests.harness.servers import Server, _allotment_script, free_port
 
@@ -39,9 +40,7 @@ class Cold:
     # A worker started in place of one killed: kill to its first answer,
     # and its memory then.
     replaced_seconds: float | None = None
-    replaced_rss_mb: float | None = None
-    replaced_pss_mb: float | None = None
-    replaced_uss_mb: float | None = None
+    replaced_mb: tuple[float, float, float] | None = None  # RSS, PSS, USS
 
 
 def _command(server: Server, port: int) -> tuple[list[str], dict[str, str]]:
@@ -52,26 +51,6 @@ def _command(server: Server, port: int) -> tuple[list[str], dict[str, str]]:
                 {**os.environ, "OS_PLACEMENT_CONFIG_DIR": str(server.workdir)})
     config = str(server.workdir / "placement.conf")
     return [_allotment_script(), "--config-file", config, *bind], dict(os.environ)
-
-
-def _rss_mb(pid: int) -> float:
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
-
-
-def memory_mb(pid: int) -> tuple[float, float, float]:
-    """RSS, PSS and USS of ``pid`` in MB (/proc/PID/smaps_rollup)."""
-    fields: dict[str, int] = {}
-    with open(f"/proc/{pid}/smaps_rollup") as rollup:
-        for line in rollup:
-            name, _, rest = line.partition(":")
-            if rest.strip().endswith("kB"):
-                fields[name] = int(rest.split()[0])
-    uss = fields.get("Private_Clean", 0) + fields.get("Private_Dirty", 0)
-    return fields.get("Rss", 0) / 1024, fields.get("Pss", 0) / 1024, uss / 1024
 
 
 def _workers(proc: subprocess.Popen) -> list[int]:
@@ -111,7 +90,7 @@ def _replaced(name: str, client: Client, path: str, proc: subprocess.Popen, log,
         time.sleep(0.005)
     _first_answer(name, client, path, proc, start, log)
     cold.replaced_seconds = time.perf_counter() - start
-    cold.replaced_rss_mb, cold.replaced_pss_mb, cold.replaced_uss_mb = memory_mb(found[0])
+    cold.replaced_mb = memory_mb(found[0])
 
 
 def cold_start(server: Server, path: str) -> Cold:
@@ -127,7 +106,7 @@ def cold_start(server: Server, path: str) -> Cold:
         _first_answer(server.name, client, path, proc, start, log)
         seconds = time.perf_counter() - start
         workers = _workers(proc)
-        found = Cold(seconds, _rss_mb(workers[0]) if workers else 0.0)
+        found = Cold(seconds, memory_mb(workers[0])[0] if workers else 0.0)
         _replaced(server.name, client, path, proc, log, found)
         return found
     finally:

@@ -208,15 +208,25 @@ def _capacity_check(client: Client, world: World) -> tuple[list[str], int]:
     return over, vcpu
 
 
+def memory_mb(pid: int) -> tuple[float, float, float]:
+    """RSS, PSS and USS of ``pid`` in MB (/proc/PID/smaps_rollup): resident,
+    shared pages divided among their sharers, and the process's own."""
+    fields: dict[str, int] = {}
+    with open(f"/proc/{pid}/smaps_rollup") as rollup:
+        for line in rollup:
+            name, _, rest = line.partition(":")
+            if rest.strip().endswith("kB"):
+                fields[name] = int(rest.split()[0])
+    uss = fields.get("Private_Clean", 0) + fields.get("Private_Dirty", 0)
+    return fields.get("Rss", 0) / 1024, fields.get("Pss", 0) / 1024, uss / 1024
+
+
 def worker_rss_mb(pids: list[int]) -> list[float]:
     """Resident memory of each worker (the master, first, left out)."""
     sizes = []
     for pid in pids[1:]:
         try:
-            with open(f"/proc/{pid}/status") as status:
-                for line in status:
-                    if line.startswith("VmRSS:"):
-                        sizes.append(int(line.split()[1]) / 1024)
+            sizes.append(memory_mb(pid)[0])
         except FileNotFoundError:
             continue
     return sizes

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from benchmarks.side_by_side import cold, cpu, fill, flavors, mix, verify
 from benchmarks.side_by_side.client import Client
-from benchmarks.side_by_side.measure import worker_rss_mb
+from benchmarks.side_by_side.measure import memory_mb
 from benchmarks.side_by_side.mix_report import MixReport, MixSection, Start
 from tests.harness import mysql, pg
 from tests.harness.servers import _conf_text, start_allotment, start_upstream
@@ -135,10 +135,7 @@ def run_world(backend: Backend, shape: str, hosts: int, args,
             section.starts[name].cold_seconds = fresh.seconds
             section.starts[name].cold_rss_mb = fresh.rss_mb
             section.starts[name].replaced_seconds = fresh.replaced_seconds
-            if fresh.replaced_rss_mb is not None:
-                section.starts[name].replaced_mb = (
-                    fresh.replaced_rss_mb, fresh.replaced_pss_mb or 0.0,
-                    fresh.replaced_uss_mb or 0.0)
+            section.starts[name].replaced_mb = fresh.replaced_mb
         print(f"   {name}: filled {section.fill[name]:.1f} s, listening {listening:.1f} s, "
               f"first answer {first * 1000:.0f} ms", file=sys.stderr, flush=True)
     for name in args.configs:
@@ -166,8 +163,9 @@ def run_world(backend: Backend, shape: str, hosts: int, args,
             "GET", f"/usages?project_id={mix.PROJECT}")["usages"]
         books = verify.read(urls[name], mix.PROJECT, usages)
         section.verdicts[name] = verify.check(books, ledger.granted, ledger.deleted)
-        section.starts[name].rss_mb = worker_rss_mb(servers[name].pids)
-        section.starts[name].memory_mb = [cold.memory_mb(pid) for pid in servers[name].pids]
+        memory = [memory_mb(pid) for pid in servers[name].pids]
+        section.starts[name].memory_mb = memory
+        section.starts[name].rss_mb = [rss for rss, _, _ in memory[1:]]  # the workers'
     for server in servers.values():
         server.stop()
 
