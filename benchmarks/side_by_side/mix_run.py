@@ -150,7 +150,8 @@ def run_world(backend: Backend, shape: str, hosts: int, args,
             if db:
                 db.start()
             seconds = mix.run(_client_factory(server.url, args.timeout), menu,
-                              args.schedulings, ledger, threads=args.threads, seed=r)
+                              args.schedulings, ledger, threads=args.threads, seed=r,
+                              processes=args.processes)
             ledger.api_cpu += api.stop()
             if db:
                 ledger.db_cpu = (ledger.db_cpu or 0.0) + db.stop()
@@ -181,6 +182,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="instances each configuration schedules per round")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--threads", type=int, default=8, help="schedulers at once")
+    parser.add_argument("--scheduler-threads", dest="processes", action="store_false",
+                        help="run the schedulers as threads of one process, not as "
+                             "processes of their own")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--consumers-per-host", type=int, default=10,
                         help="consumers the SQL fill gives every host before the rounds")
@@ -197,11 +201,13 @@ def main(argv: list[str] | None = None) -> int:
         for shape in args.shapes:
             for hosts in args.hosts:
                 world = flavors.world(shape, hosts)
+                kind_of_scheduler = "processes" if args.processes else "threads"
                 rounds = f"{args.rounds} round{'' if args.rounds == 1 else 's'}"
                 title = (f"{kind}, {shape}, {hosts} hosts ({world.providers} providers, "
                          f"{hosts * args.consumers_per_host} consumers before the rounds), "
                          f"{rounds} of {args.schedulings} schedulings by "
-                         f"{args.threads} schedulers, {args.workers} workers each")
+                         f"{args.threads} schedulers ({kind_of_scheduler}), "
+                         f"{args.workers} workers each")
                 print(f"== {title}", file=sys.stderr, flush=True)
                 with ExitStack() as stack:
                     workdir = Path(stack.enter_context(

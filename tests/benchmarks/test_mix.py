@@ -3,14 +3,17 @@
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import random
+import threading
 import time
 
 import pytest
 
 from benchmarks.side_by_side import cpu, fill, flavors, mix, verify
+from benchmarks.side_by_side.client import Client
 from benchmarks.side_by_side.flavors import Flavor
 from tests.harness import backends, pg
 
@@ -88,6 +91,63 @@ def test_books_of_an_honest_service_hold_and_are_counted():
     verdict = verify.check(service.books(), ledger.granted, ledger.deleted)
     assert verdict.ok, verdict.summary()
     assert verdict.summary() == "held"
+
+
+class _Served(http.server.ThreadingHTTPServer):
+    """A FakePlacement behind HTTP, for schedulers in processes of their own."""
+
+    def __init__(self, service: FakePlacement) -> None:
+        lock = threading.Lock()
+        self.pids: set[str] = set()  # of the processes that asked
+        pids = self.pids
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def _answer(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length)) if length else None
+                with lock:
+                    pids.add(self.headers["X-Pid"])
+                    status, payload, _ = service.request(self.command, self.path, body)
+                self.send_response(status)
+                self.send_header("Content-Length", str(len(payload)))
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.wfile.write(payload)
+
+            do_GET = do_PUT = do_DELETE = _answer
+
+            def log_message(self, *args) -> None:
+                pass
+
+        super().__init__(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server_address[1]}"
+
+
+def _client_telling_its_pid(url: str):
+    def make(version):
+        client = Client(url)
+        client.headers["X-Pid"] = str(os.getpid())
+        return client
+    return make
+
+
+def test_schedulers_in_processes_of_their_own_keep_one_set_of_books():
+    service = FakePlacement()
+    with _Served(service) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        ledger = mix.Ledger()
+        for seed in range(2):  # the second round deletes instances of the first
+            mix.run(_client_telling_its_pid(server.url), FLAVOR, 20, ledger, threads=3,
+                    seed=seed, processes=True)
+        server.shutdown()
+    assert len(server.pids) == 6 and str(os.getpid()) not in server.pids
+    assert 0 < ledger.scheduled <= 40 and not ledger.errors
+    assert len(ledger.gets) >= ledger.scheduled and len(ledger.puts) >= ledger.scheduled
+    assert len(ledger.deletes) == len(ledger.deleted) > 0
+    # Every instance is counted once: held, deleted, or still to be deleted.
+    assert sorted(ledger.live) == sorted(set(ledger.granted) - ledger.deleted)
+    assert ledger.scheduled - len(ledger.deleted) == len(service.consumers)
+    assert verify.check(service.books(), ledger.granted, ledger.deleted).ok
 
 
 def test_a_lost_race_is_retried_with_fresh_candidates_and_counted():
