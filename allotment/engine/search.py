@@ -294,10 +294,12 @@ def _dedupe(plan: Plan, found: Iterator[tuple[int, dict, list]],
         yield build_candidate(plan, r, usage, chosen)
 
 
-def tree_candidates(plan: Plan, r: int) -> Iterator[Candidate]:
+def tree_candidates(plan: Plan, r: int,
+                    rng: random.Random | None = None) -> Iterator[Candidate]:
     """The candidates anchored at root ``r``, in the order a limited
-    request takes them from its tree (see :func:`_spread`), for a world no
-    sharing provider is in: one tree's candidates are then never another's,
-    so a caller may keep them tree by tree (service.candidate_rounds)."""
-    for usage, chosen in search_anchor(plan, r, None):
+    request takes them from its tree (see :func:`_spread`; a random order
+    with ``rng``), for a world no sharing provider is in: one tree's
+    candidates are then never another's, so a caller may keep them tree by
+    tree (service.candidate_rounds)."""
+    for usage, chosen in search_anchor(plan, r, rng):
         yield chosen if usage is READY else build_candidate(plan, r, usage, chosen)

@@ -206,13 +206,14 @@ def find(
             if explain_limit is None:
                 return EMPTY
             return CandidatesResult([], [], explain(snap, ext, tree_limit=explain_limit))
-        if (encoders is not None and plain and not randomize and max_candidates < 0
+        if (encoders is not None and plain and max_candidates < 0
                 and explain_limit is None and candidate_rounds.serves(snap, request)):
             trait_rank, uuids = world.names.trait_rank, snap.uuids
             return CandidatesResult([], [], encoded=candidate_rounds.assemble(
                 world, request, encoders,
                 lambda members: tuple(_summary(snap, uuids[m], trait_rank, ())
-                                      for m in members)))
+                                      for m in members),
+                rng=(rng or random.Random()) if randomize else None))
         hits = snap.kept_hits()
         candidates = list(extensions.find_candidates(
             snap, ext, max_candidates=max_candidates, strategy=strategy,

@@ -12,17 +12,24 @@ request of the kind drops only what the trees touched since hold
 rest: its cost follows the trees that changed and the size of the answer,
 not the work of making every candidate and summary again.
 
+A random answer (``randomize_allocation_candidates``, which many
+schedulers asking at once want so as not to claim the same hosts) is
+assembled the same way from each tree's candidates kept whole, drawn from
+at random: randomness costs no more searching than order does.
+
 Only where the answer is the same taken tree by tree: no sharing provider
 in the world (one tree's candidates are then never another's and its
 summaries describe its own providers), a limit and no
-``max_allocation_candidates``, no random order, summaries of whole trees
-(from 1.29).  Everything else goes the general way
+``max_allocation_candidates``, summaries of whole trees (from 1.29).
+Everything else goes the general way
 (``service.allocation_candidates.find``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
+import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -38,6 +45,11 @@ from allotment.world.model import World
 _STATE = None
 # Where the rows of a kind keep the number of rounds its last answer took.
 _DEPTH = -1
+# A random answer draws from a tree's candidates kept whole, up to this
+# many; a tree with more (a host of many interchangeable devices) is
+# searched in a random order each time, as the general path does.
+WHOLE_TREE = 64
+_MANY = object()  # rows' mark of such a tree: searched afresh every time
 
 
 @dataclass(frozen=True)
@@ -89,11 +101,13 @@ def _brought_up(section: dict, snap: LiveSnapshot, names_version: int) -> None:
 
 
 def assemble(world: World, request: AllocationCandidatesRequest, encoders: Encoders,
-             summaries_of: Callable[[tuple[int, ...]], tuple]) -> Assembled:
+             summaries_of: Callable[[tuple[int, ...]], tuple],
+             rng: random.Random | None = None) -> Assembled:
     """The answer to ``request`` over ``world`` (held still by the caller),
     from what is kept of each tree and made again for the trees touched
     since; ``summaries_of`` gives a tree's provider summaries (its member
-    positions in UUID order)."""
+    positions in UUID order).  With ``rng`` the hosts, and each host's
+    candidates, come in a random order (``randomize_allocation_candidates``)."""
     snap = world.snapshot
     assert isinstance(snap, LiveSnapshot)
     plan = Plan.compile(snap, request)
@@ -102,12 +116,36 @@ def assemble(world: World, request: AllocationCandidatesRequest, encoders: Encod
         return Assembled([], [])
     # Requests hold mappings (not hashable): their text names their kind.
     kind = repr(dataclasses.replace(request, limit=None))
-    rows = world.memo(("candidate-rounds", kind, encoders.shape))
     trees = world.memo(("candidate-round-trees", encoders.shape))
-    _brought_up(rows, snap, world.names_version)
     _brought_up(trees, snap, world.names_version)
     many = snap.trees_of_many().get
-    encode = encoders.candidate
+
+    def summary(r: int) -> bytes:
+        encoded = trees.get(r)
+        if encoded is None:
+            encoded = trees[r] = encoders.tree(summaries_of(many(r) or (r,)))
+        return encoded
+
+    if rng is None:
+        rows = world.memo(("candidate-rounds", kind, encoders.shape))
+        _brought_up(rows, snap, world.names_version)
+        requests, roots, reused = _in_order(plan, rows, encoders.candidate, limit)
+    else:
+        rows = world.memo(("candidate-rounds-whole", kind, encoders.shape))
+        _brought_up(rows, snap, world.names_version)
+        requests, roots, reused = _at_random(plan, rows, encoders.candidate, limit, rng)
+        # The summaries' trees in UUID order, as the general path writes them.
+        roots.sort(key=snap.uuids.__getitem__)
+    if reused:
+        telemetry.metrics().kept_hits.inc(reused)
+    return Assembled(requests, [summary(r) for r in roots])
+
+
+def _in_order(plan: Plan, rows: dict, encode: Callable[[Candidate], bytes],
+              limit: int) -> tuple[list[bytes], list[int], int]:
+    """(encoded requests, roots of the answer in order, trees reused) of
+    a deterministic answer: each tree's candidates in its search's order,
+    as many of them kept as answers took."""
 
     def row(r: int, need: int) -> list:
         # [encoded candidates (at most need), whether there may be more]
@@ -123,7 +161,7 @@ def assemble(world: World, request: AllocationCandidatesRequest, encoders: Encod
     depth = rows.get(_DEPTH, 1)
     reused = 0
     requests: list[bytes] = []
-    summaries: list[bytes] = []
+    roots: list[int] = []
     alive: list[tuple[int, list]] = []
     get = rows.get
     for r in plan.anchors(None):
@@ -135,10 +173,7 @@ def assemble(world: World, request: AllocationCandidatesRequest, encoders: Encod
         if kept[0]:
             alive.append((r, kept))
             requests.append(kept[0][0])
-            encoded = trees.get(r)
-            if encoded is None:
-                encoded = trees[r] = encoders.tree(summaries_of(many(r) or (r,)))
-            summaries.append(encoded)
+            roots.append(r)
             if len(requests) == limit:
                 break
     # Later rounds: the next candidate of each tree that has one.
@@ -158,6 +193,63 @@ def assemble(world: World, request: AllocationCandidatesRequest, encoders: Encod
                 break
         alive, k = still, k + 1
     rows[_DEPTH] = k
-    if reused:
-        telemetry.metrics().kept_hits.inc(reused)
-    return Assembled(requests, summaries)
+    return requests, roots, reused
+
+
+def _at_random(plan: Plan, rows: dict, encode: Callable[[Candidate], bytes],
+               limit: int, rng: random.Random) -> tuple[list[bytes], list[int], int]:
+    """(encoded requests, roots of the answer, trees reused) of a random
+    answer: the hosts in a random order, taking turns as a limited answer's
+    do, each giving its candidates in a random order.  A tree's candidates
+    are kept whole (up to :data:`WHOLE_TREE` of them) and drawn from at
+    random; a tree with more is searched afresh in a random order."""
+    reused = 0
+    requests: list[bytes] = []
+    roots: list[int] = []
+    # (root, the rest of its candidates: (kept, the one drawn) until a
+    # later round needs them in order, then an iterator)
+    alive: list[tuple[int, object]] = []
+    get = rows.get
+    for r in plan.anchors(rng):
+        kept = get(r)
+        if kept is None:
+            found = [encode(c) for c in itertools.islice(tree_candidates(plan, r),
+                                                         WHOLE_TREE + 1)]
+            kept = rows[r] = found if len(found) <= WHOLE_TREE else _MANY
+        else:
+            reused += 1
+        if kept is _MANY:
+            rest: object = (encode(c) for c in tree_candidates(plan, r, rng))
+            first = next(rest, None)
+            if first is None:
+                continue
+        elif not kept:
+            continue
+        elif len(kept) == 1:
+            first, rest = kept[0], None
+        else:
+            drawn = rng.randrange(len(kept))
+            first, rest = kept[drawn], (kept, drawn)
+        requests.append(first)
+        roots.append(r)
+        if rest is not None:
+            alive.append((r, rest))
+        if len(requests) == limit:
+            return requests, roots, reused
+    while alive and len(requests) < limit:
+        still = []
+        for r, rest in alive:
+            if type(rest) is tuple:
+                kept, drawn = rest
+                others = kept[:drawn] + kept[drawn + 1:]
+                rng.shuffle(others)
+                rest = iter(others)
+            found = next(rest, None)
+            if found is None:
+                continue
+            requests.append(found)
+            still.append((r, rest))
+            if len(requests) == limit:
+                break
+        alive = still
+    return requests, roots, reused

@@ -4,6 +4,8 @@ after a claim only the claimed host's tree is searched again."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from allotment.engine import search
@@ -63,7 +65,7 @@ def test_kept_answers_are_the_general_answers_through_changes(api, monkeypatch):
     assembled = []
     real = candidate_rounds.assemble
     monkeypatch.setattr(candidate_rounds, "assemble",
-                        lambda *a: assembled.append(1) or real(*a))
+                        lambda *a, **k: assembled.append(1) or real(*a, **k))
     w = cloud(api)
     answers(api, monkeypatch)
     assert assembled  # the kept path answered
@@ -112,16 +114,110 @@ def test_a_claim_searches_only_its_host_again(api, monkeypatch):
     assert after.text != first.text
 
 
-@pytest.mark.parametrize("setting", [
-    {"placement": {"randomize_allocation_candidates": True}},
-    {"placement": {"max_allocation_candidates": 5}},
-])
-def test_not_kept_where_the_answer_is_not_taken_tree_by_tree(database_url, db, setting,
+def test_not_kept_where_the_answer_is_not_taken_tree_by_tree(database_url, db,
                                                               monkeypatch):
-    api = Client(create_app(make_conf(database_url, **setting), db=db))
+    api = Client(create_app(make_conf(database_url,
+                                      placement={"max_allocation_candidates": 5}), db=db))
     cloud(api)
     monkeypatch.setattr(candidate_rounds, "assemble",
-                        lambda *_: pytest.fail("kept tree by tree"))
+                        lambda *_, **__: pytest.fail("kept tree by tree"))
     resp = api.get(f"/allocation_candidates?{QUERIES[0]}&limit=3", version="1.39")
     assert resp.status == 200
     assert len(resp.json["allocation_requests"]) == 3
+
+
+def _random_api(database_url, db) -> Client:
+    return Client(create_app(make_conf(
+        database_url, placement={"randomize_allocation_candidates": True}), db=db))
+
+
+def _pieces(body: dict) -> tuple[list[str], dict]:
+    return ([json.dumps(ar, sort_keys=True) for ar in body["allocation_requests"]],
+            body["provider_summaries"])
+
+
+def random_answers_hold(api, monkeypatch, rounds: int = 12) -> set:
+    """Random answers kept tree by tree, against the general path's: with a
+    limit past every candidate, the same candidates and summaries; with a
+    smaller one, distinct candidates of the whole answer, one of each host
+    before a second of any, and the summaries of exactly their hosts.
+    Returns the first candidates the smaller answers began with."""
+    firsts = set()
+    for k, query in enumerate(QUERIES):
+        path = f"/allocation_candidates?{query}&root_required=!{DISABLED}"
+        with monkeypatch.context() as m:
+            m.setattr(candidate_rounds, "serves", lambda *_: False)
+            whole = api.get(path, version="1.39").json
+        every, summaries = _pieces(whole)
+        kept = api.get(path + "&limit=1000", version="1.39").json
+        assert sorted(_pieces(kept)[0]) == sorted(every), query
+        assert kept["provider_summaries"] == summaries
+        hosts = {next(iter(json.loads(c)["allocations"])) for c in every}
+        for _ in range(rounds):
+            limit = 3 if k % 2 else 9
+            body = api.get(f"{path}&limit={limit}", version="1.39").json
+            got, _ = _pieces(body)
+            assert len(got) == min(limit, len(every)) == len(set(got))
+            assert set(got) <= set(every)
+            roots = [_root(api, c) for c in got]
+            trees = len({_root(api, c) for c in every})
+            assert len(set(roots[:trees])) == len(roots[:trees])  # one each first
+            assert set(body["provider_summaries"]) == {
+                u for u in summaries if _root(api, u, provider=True) in roots}
+            if got:
+                firsts.add((k, got[0]))
+        assert hosts
+    return firsts
+
+
+def _root(api, candidate: str, provider: bool = False) -> str:
+    uuids = [candidate] if provider else list(json.loads(candidate)["allocations"])
+    resp = api.get(f"/resource_providers/{uuids[0]}", version="1.39")
+    return resp.json["root_provider_uuid"]
+
+
+def test_random_answers_are_kept_and_drawn_afresh_through_changes(database_url, db,
+                                                                   monkeypatch):
+    api = _random_api(database_url, db)
+    assembled = []
+    real = candidate_rounds.assemble
+    monkeypatch.setattr(candidate_rounds, "assemble",
+                        lambda *a, **k: assembled.append(k["rng"]) or real(*a, **k))
+    w = cloud(api)
+    firsts = random_answers_hold(api, monkeypatch)
+    assert assembled and all(rng is not None for rng in assembled)
+    # Random: the answers did not all begin alike, for any query.
+    assert len(firsts) > len(QUERIES)
+    w.use("numa-host1-numa0", {"VCPU": 3, "MEMORY_MB": 1024})
+    w.set_traits("cn1", ["HW_CPU_X86_AVX2", DISABLED])
+    w.set_inventory("numa-host0-numa1", {"VCPU": 1, "MEMORY_MB": 4096})
+    random_answers_hold(api, monkeypatch, rounds=3)
+    # Hosts of more candidates than are kept whole are searched at random
+    # (a new trait's name drops everything kept).
+    monkeypatch.setattr(candidate_rounds, "WHOLE_TREE", 1)
+    w.set_traits("numa-host3", ["CUSTOM_NEW_TRAIT", "HW_CPU_X86_AVX2"])
+    random_answers_hold(api, monkeypatch, rounds=3)
+
+
+def test_a_claim_draws_only_its_host_again_at_random(database_url, db, monkeypatch):
+    api = _random_api(database_url, db)
+    w = cloud(api)
+    searched: list[int] = []
+    real = search.tree_candidates
+
+    def counted(plan, r, rng=None):
+        searched.append(r)
+        return real(plan, r, rng)
+
+    monkeypatch.setattr(candidate_rounds, "tree_candidates", counted)
+    path = f"/allocation_candidates?{QUERIES[2]}&limit=1000&root_required=!{DISABLED}"
+    first = api.get(path, version="1.39")
+    assert first.status == 200
+    assert sorted(searched) == sorted(set(searched)) and len(searched) == 8
+    searched.clear()
+    again = api.get(path, version="1.39")
+    assert searched == []  # nothing changed: drawn from what is kept
+    assert sorted(_pieces(again.json)[0]) == sorted(_pieces(first.json)[0])
+    w.use("numa-host2-numa0", {"VCPU": 1})
+    api.get(path, version="1.39")
+    assert len(searched) == 1  # the claimed host's tree alone
