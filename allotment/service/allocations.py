@@ -184,12 +184,8 @@ def write(conn: Connection, batch: Sequence[ConsumerAllocations]) -> None:
             holding.add(index)
     store.note_usage(conn, removed, added)
 
-    try:
-        for pid in sorted(touched_pids):
-            resource_providers.bump_generation(conn, pid, by_id[pid].generation,
-                                               tree_changed=False)
-    except errors.ConcurrentUpdate as exc:
-        raise RetryWrite() from exc
+    if not store.advance_providers(conn, {pid: by_id[pid].generation for pid in touched_pids}):
+        raise RetryWrite()
     for index in sorted({a.consumer for a in allocs}):
         state = states[index]
         if state.created:
@@ -284,8 +280,8 @@ def replace_many(db: Database, batch: Sequence[ConsumerAllocations], *, attempts
 def delete_for_consumer(db: Database, consumer_uuid: str) -> None:
     """Remove every allocation of a consumer, and with them the consumer."""
     with db.write() as conn:
-        consumer = consumer_store.get_many_by_uuid(conn, [consumer_uuid]).get(consumer_uuid)
-        removed = store.delete_of_consumers(conn, [consumer_uuid]) if consumer else {}
+        # No allocations, or no such consumer: nothing removed either way.
+        removed = store.delete_of_consumers(conn, [consumer_uuid])
         if not removed:
             raise errors.NotFound(f"No allocations for consumer '{consumer_uuid}'")
         store.note_usage(conn, removed, {})

@@ -6,6 +6,7 @@ service composes them into one write transaction per request.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 
 import sqlalchemy as sa
@@ -161,7 +162,7 @@ def limits_and_usage(conn: Connection, provider_ids: Iterable[int],
 def delete_of_consumers(conn: Connection, consumer_uuids: Iterable[str]) -> dict[Pair, int]:
     """Remove the consumers' allocations; returns what they held, summed per
     (provider, class), for the change feed's usage deltas."""
-    ids = sorted(set(consumer_uuids))
+    ids = sorted({uuid for uuid in consumer_uuids if storable_text(uuid)})
     if not ids:
         return {}
     held: dict[Pair, int] = {}
@@ -203,6 +204,41 @@ def note_usage(conn: Connection, removed: Mapping[Pair, int],
     for key, used in added.items():
         deltas[key] = deltas.get(key, 0) + used
     feed.note_usage(conn, deltas)
+
+
+@functools.lru_cache(maxsize=16)
+def _advance(count: int) -> sa.Update:
+    """The UPDATE that moves ``count`` providers one generation on, each
+    only from the generation it was read at (bound as ``id_k``/``seen_k``)."""
+    rp = resource_providers
+    ids = [sa.bindparam(f"id_{k}", type_=sa.Integer) for k in range(count)]
+    seen = sa.case(*((rp.c.id == ids[k], sa.bindparam(f"seen_{k}", type_=sa.Integer))
+                     for k in range(count)))
+    return (sa.update(rp).where(rp.c.id.in_(ids), rp.c.generation == seen)
+            .values(generation=rp.c.generation + 1, updated_at=sa.bindparam("now")))
+
+
+def advance_providers(conn: Connection, seen: Mapping[int, int]) -> bool:
+    """Move the providers an allocation write touched one generation on
+    from the generations in ``seen`` (provider id -> generation read), in
+    one statement; False, and nothing moved that counts, when any had
+    moved already (the caller rolls back).
+
+    The feed notes the generations alone: allocations change nothing a
+    provider's tree is read for (their usage goes as deltas, see
+    :func:`note_usage`), so no process reads the tree again for them.
+    """
+    if not seen:
+        return True
+    now = utcnow()
+    params: dict = {"now": now}
+    for k, (pid, generation) in enumerate(sorted(seen.items())):
+        params[f"id_{k}"], params[f"seen_{k}"] = pid, generation
+    if conn.execute(_advance(len(seen)), params).rowcount != len(seen):
+        return False
+    for pid, generation in seen.items():
+        feed.note_generation(conn, pid, generation + 1, now)
+    return True
 
 
 def _owned_by(project_external_id: str, user_external_id: str | None):

@@ -125,17 +125,16 @@ class ProviderRow(NamedTuple):
     updated_at: datetime.datetime | None
 
 
-def bump_generation(conn: Connection, provider_id: int, seen_generation: int, *,
-                    tree_changed: bool = True) -> int:
+def bump_generation(conn: Connection, provider_id: int, seen_generation: int) -> int:
     """Advance the provider's generation from ``seen_generation``.
 
     Raises errors.ConcurrentUpdate when the stored generation is no longer
     ``seen_generation`` (someone else changed the provider first).  On
     PostgreSQL the UPDATE takes the row lock, so a competing writer waits for
     us and then finds the generation moved: no update is ever lost.
-    Returns the new generation.  ``tree_changed``: see :func:`bump`.
+    Returns the new generation.
     """
-    return bump(conn, provider_id, seen_generation, tree_changed=tree_changed)[0]
+    return bump(conn, provider_id, seen_generation)[0]
 
 
 # The statements of every write, built once: building a statement costs
@@ -171,22 +170,20 @@ def _insert_once_postgresql() -> sa.Insert:
 _INSERT_ONCE_POSTGRESQL = _insert_once_postgresql()
 
 
-def bump(conn: Connection, provider_id: int, seen_generation: int, *,
-         tree_changed: bool = True) -> tuple[int, datetime.datetime]:
+def bump(conn: Connection, provider_id: int,
+         seen_generation: int) -> tuple[int, datetime.datetime]:
     """bump_generation, returning the new generation and ``updated_at``.
 
     The change feed learns which tree changed: where the database can say so
     from the UPDATE itself (under the row lock, so a concurrent move of the
     tree cannot make it stale), without a separate lookup when the
-    transaction ends.  ``tree_changed`` false: the write changes nothing the
-    provider's tree is read for (allocations, whose usage the feed carries
-    as deltas): the feed notes the generation alone, and no process reads
-    the tree again for it.
+    transaction ends.  (An allocation write changes nothing a tree is read
+    for, and advances its providers itself: storage.allocations.)
     """
     now = utcnow()
     params = {"pid": provider_id, "seen": seen_generation,
               "next_generation": seen_generation + 1, "now": now}
-    if tree_changed and conn.dialect.update_returning:
+    if conn.dialect.update_returning:
         root = direct.execute(conn, _BUMP_RETURNING_ROOT, params).scalar()
         if root is None:
             raise errors.ConcurrentUpdate(CONCURRENT_UPDATE_MESSAGE)
@@ -194,8 +191,7 @@ def bump(conn: Connection, provider_id: int, seen_generation: int, *,
     else:
         if conn.execute(_BUMP, params).rowcount != 1:
             raise errors.ConcurrentUpdate(CONCURRENT_UPDATE_MESSAGE)
-        if tree_changed:
-            feed.note_providers(conn, [provider_id])
+        feed.note_providers(conn, [provider_id])
     feed.note_generation(conn, provider_id, seen_generation + 1, now)
     return seen_generation + 1, now
 

@@ -188,3 +188,69 @@ def test_postgresql_checks_a_pooled_connection_without_a_round_trip(db, monkeypa
         assert conn.connection.dbapi_connection.info.backend_pid != pid
     assert pings == []
 
+
+
+def _tree_of_three(db) -> list:
+    """A host, a NUMA node under it and a device under that, with inventory."""
+    rows, parent = [], None
+    for name, rc in (("host", "DISK_GB"), ("numa", "VCPU"), ("dev", "VGPU")):
+        rp = provider_service.create_provider(db, name=f"{name}-{_uuid()}", uuid=_uuid(),
+                                              parent_uuid=parent)
+        rp, _ = inventory_service.replace_inventories(
+            db, rp.uuid, rp.generation, {rc: {"total": 8}}, reserved_may_equal_total=False)
+        rows.append(rp)
+        parent = rp.uuid
+    return rows
+
+
+def _claim(db, consumer: str, tree: list) -> None:
+    from allotment.service import allocations as allocation_service
+    from allotment.service.consumers import ConsumerRequest
+
+    allocation_service.replace_for_consumer(db, allocation_service.ConsumerAllocations(
+        ConsumerRequest(consumer, "project", "user"),
+        {tree[0].uuid: {"DISK_GB": 1}, tree[1].uuid: {"VCPU": 2},
+         tree[2].uuid: {"VGPU": 1}}), attempts=1)
+
+
+def test_a_claim_moves_every_provider_it_holds_on_in_one_update(db, sent):
+    tree = _tree_of_three(db)
+    _claim(db, _uuid(), tree)  # the owner's rows are made
+    sent.clear()
+    _claim(db, _uuid(), tree)
+    updates = [t for t in sent if t.upper().startswith("UPDATE RESOURCE_PROVIDERS")]
+    assert len(updates) == 1, updates
+    with db.read() as conn:
+        assert [store.get_by_uuid(conn, rp.uuid).generation for rp in tree] == [
+            rp.generation + 2 for rp in tree]  # two claims
+
+
+def test_a_claim_that_lost_a_race_for_one_provider_moves_none(db):
+    from allotment.service import allocations as allocation_service
+
+    tree = _tree_of_three(db)
+    with pytest.raises(allocation_service.RetryWrite), db.write() as conn:
+        from allotment.storage import allocations as allocation_store
+
+        seen = {rp.id: rp.generation for rp in tree}
+        seen[tree[1].id] = tree[1].generation + 7  # moved on meanwhile
+        if not allocation_store.advance_providers(conn, seen):
+            raise allocation_service.RetryWrite()
+    with db.read() as conn:
+        assert [store.get_by_uuid(conn, rp.uuid).generation for rp in tree] == [
+            rp.generation for rp in tree]
+
+
+def test_deleting_a_consumer_does_not_read_it_first(db, sent):
+    from allotment.service import allocations as allocation_service
+
+    tree = _tree_of_three(db)
+    consumer = _uuid()
+    _claim(db, consumer, tree)
+    sent.clear()
+    allocation_service.delete_for_consumer(db, consumer)
+    assert not [t for t in sent if t.upper().startswith("SELECT") and " consumers" in t], sent
+    with pytest.raises(errors.NotFound):
+        allocation_service.delete_for_consumer(db, consumer)
+    with pytest.raises(errors.NotFound):
+        allocation_service.delete_for_consumer(db, "no\x00such")
