@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Row
 
-from allotment.storage import feed
+from allotment.storage import direct, feed
 from allotment.storage.clock import utcnow
 from allotment.storage.db import storable_text
 from allotment.storage.tables import (
@@ -134,13 +134,22 @@ _HELD = (
     .where(TABLE.c.resource_provider_id == inventories.c.resource_provider_id,
            TABLE.c.resource_class_id == inventories.c.resource_class_id)
     .scalar_subquery())
-_LIMITS = sa.select(
+_LIMITS_OF = sa.select(
     inventories.c.resource_provider_id, inventories.c.resource_class_id,
     inventories.c.total, inventories.c.reserved, inventories.c.min_unit,
     inventories.c.max_unit, inventories.c.step_size, inventories.c.allocation_ratio,
     _HELD,
-).where(inventories.c.resource_provider_id.in_(sa.bindparam("pids", expanding=True)),
-        inventories.c.resource_class_id.in_(sa.bindparam("cids", expanding=True)))
+)
+_LIMITS = _LIMITS_OF.where(
+    inventories.c.resource_provider_id.in_(sa.bindparam("pids", expanding=True)),
+    inventories.c.resource_class_id.in_(sa.bindparam("cids", expanding=True)))
+# PostgreSQL's, with arrays: one text whatever the lengths, so it may go
+# straight to the driver (every claim reads its limits this way).
+_LIMITS_ARRAYS = _LIMITS_OF.where(
+    inventories.c.resource_provider_id == sa.any_(sa.bindparam("pids",
+                                                               type_=sa.ARRAY(sa.Integer))),
+    inventories.c.resource_class_id == sa.any_(sa.bindparam("cids",
+                                                            type_=sa.ARRAY(sa.Integer))))
 
 
 def limits_and_usage(conn: Connection, provider_ids: Iterable[int],
@@ -154,7 +163,10 @@ def limits_and_usage(conn: Connection, provider_ids: Iterable[int],
     if not pids or not cids:
         return {}
     found = {}
-    for row in conn.execute(_LIMITS, {"pids": pids, "cids": cids}):
+    params = {"pids": pids, "cids": cids}
+    rows = (direct.execute(conn, _LIMITS_ARRAYS, params) if conn.dialect.name == "postgresql"
+            else conn.execute(_LIMITS, params))
+    for row in rows:
         found[(row[0], row[1])] = (row, int(row[8]))
     return found
 
@@ -190,11 +202,38 @@ def insert(conn: Connection, consumer_uuid: str,
     if not amounts:
         return
     now = utcnow()
+    rows = sorted(amounts.items())
+    if conn.dialect.name == "postgresql":
+        direct.execute(conn, _INSERT_ARRAYS, {
+            "consumer": consumer_uuid, "now": now, "pids": [pid for (pid, _), _ in rows],
+            "cids": [cid for (_, cid), _ in rows], "used": [used for _, used in rows]})
+        return
     conn.execute(sa.insert(TABLE), [
         {"consumer_id": consumer_uuid, "resource_provider_id": pid,
          "resource_class_id": cid, "used": used, "created_at": now}
-        for (pid, cid), used in sorted(amounts.items())
+        for (pid, cid), used in rows
     ])
+
+
+def _insert_arrays() -> sa.Insert:
+    """PostgreSQL's insert of one consumer's allocations, the rows given as
+    arrays: one statement of one text however many rows (SQLAlchemy's
+    many-rows insert is built anew for each count and cannot go straight to
+    the driver); ``unnest`` keeps the arrays' order, which is the ids'."""
+    given = sa.func.unnest(
+        sa.bindparam("pids", type_=sa.ARRAY(sa.Integer)),
+        sa.bindparam("cids", type_=sa.ARRAY(sa.Integer)),
+        sa.bindparam("used", type_=sa.ARRAY(sa.Integer)),
+    ).table_valued("pid", "cid", "used").render_derived()
+    rows = sa.select(
+        sa.bindparam("consumer", type_=TABLE.c.consumer_id.type), given.c.pid,
+        given.c.cid, given.c.used, sa.bindparam("now", type_=TABLE.c.created_at.type))
+    return sa.insert(TABLE).from_select(
+        ["consumer_id", "resource_provider_id", "resource_class_id", "used", "created_at"],
+        rows)
+
+
+_INSERT_ARRAYS = _insert_arrays()
 
 
 def note_usage(conn: Connection, removed: Mapping[Pair, int],
@@ -234,7 +273,7 @@ def advance_providers(conn: Connection, seen: Mapping[int, int]) -> bool:
     params: dict = {"now": now}
     for k, (pid, generation) in enumerate(sorted(seen.items())):
         params[f"id_{k}"], params[f"seen_{k}"] = pid, generation
-    if conn.execute(_advance(len(seen)), params).rowcount != len(seen):
+    if direct.execute(conn, _advance(len(seen)), params).rowcount != len(seen):
         return False
     for pid, generation in seen.items():
         feed.note_generation(conn, pid, generation + 1, now)

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Row
 
+from allotment.storage import direct
 from allotment.storage.clock import utcnow
 from allotment.storage.db import storable_text
 from allotment.storage.tables import (
@@ -38,6 +39,13 @@ def _select() -> sa.Select:
         .outerjoin(consumer_types, TABLE.c.consumer_type_id == consumer_types.c.id))
 
 
+# Built once: building a statement costs SQLAlchemy more than running it.
+# One consumer (every claim) has a statement of its own, which needs no
+# expanding of a list and so may go straight to the driver.
+_BY_UUID = _select().where(TABLE.c.uuid == sa.bindparam("uuid"))
+_BY_UUIDS = _select().where(TABLE.c.uuid.in_(sa.bindparam("uuids", expanding=True)))
+
+
 def get_many_by_uuid(conn: Connection, uuids: Iterable[str]) -> dict[str, Row]:
     """Map each existing consumer UUID among ``uuids`` to its row.
 
@@ -48,7 +56,10 @@ def get_many_by_uuid(conn: Connection, uuids: Iterable[str]) -> dict[str, Row]:
     wanted = sorted({uuid for uuid in uuids if storable_text(uuid)})
     if not wanted:
         return {}
-    rows = conn.execute(_select().where(TABLE.c.uuid.in_(wanted)))
+    if len(wanted) == 1:
+        rows = direct.execute(conn, _BY_UUID, {"uuid": wanted[0]})
+    else:
+        rows = conn.execute(_BY_UUIDS, {"uuids": wanted})
     return {row.uuid: row for row in rows}
 
 
@@ -84,8 +95,8 @@ def ensure_owner(conn: Connection, project: str, user: str,
     """Ids of the project, user and consumer type (None: no type), each
     inserted when missing.  One round trip when they all exist, which after
     a consumer's first write they always do."""
-    project_id, user_id, type_id = conn.execute(_OWNER_IDS, {
-        "project": project, "user": user, "type": consumer_type or ""}).one()
+    project_id, user_id, type_id = direct.execute(conn, _OWNER_IDS, {
+        "project": project, "user": user, "type": consumer_type or ""}).first()
     if project_id is None:
         project_id = ensure_project(conn, project)
     if user_id is None:
@@ -109,6 +120,13 @@ def ensure_consumer_type(conn: Connection, name: str) -> int:
     return _ensure_external(conn, consumer_types, "name", name)
 
 
+_CREATE = sa.insert(TABLE).values(
+    uuid=sa.bindparam("uuid"), project_id=sa.bindparam("project_id"),
+    user_id=sa.bindparam("user_id"), consumer_type_id=sa.bindparam("consumer_type_id"),
+    generation=sa.bindparam("generation"), created_at=sa.bindparam("created_at"))
+_CREATE_RETURNING_ID = _CREATE.returning(TABLE.c.id)
+
+
 def create(conn: Connection, *, uuid: str, project_id: int, user_id: int,
            consumer_type_id: int | None, generation: int = 0) -> int:
     """Insert a consumer; returns its id.
@@ -116,10 +134,12 @@ def create(conn: Connection, *, uuid: str, project_id: int, user_id: int,
     A racing insert of the same UUID raises sqlalchemy IntegrityError, which
     the caller treats as "retry the whole write".
     """
-    result = conn.execute(sa.insert(TABLE).values(
-        uuid=uuid, project_id=project_id, user_id=user_id,
-        consumer_type_id=consumer_type_id, generation=generation, created_at=utcnow()))
-    return result.inserted_primary_key[0]
+    params = {"uuid": uuid, "project_id": project_id, "user_id": user_id,
+              "consumer_type_id": consumer_type_id, "generation": generation,
+              "created_at": utcnow()}
+    if conn.dialect.insert_returning:
+        return direct.execute(conn, _CREATE_RETURNING_ID, params).scalar()
+    return conn.execute(_CREATE, params).inserted_primary_key[0]
 
 
 def update_owner(conn: Connection, consumer_id: int, *, project_id: int, user_id: int,

@@ -237,6 +237,13 @@ _LOCKED_BY_UUIDS_OR_IDS = (
     _SELECT.where(sa.or_(TABLE.c.uuid.in_(sa.bindparam("uuids", expanding=True)),
                          TABLE.c.id.in_(sa.bindparam("ids", expanding=True))))
     .order_by(TABLE.c.id))
+# PostgreSQL's, with arrays for lists: the same text whatever their length,
+# so the statement may go straight to the driver (every claim locks this way).
+_LOCKED_BY_UUID_OR_ID_ARRAYS = (
+    _SELECT.where(sa.or_(
+        TABLE.c.uuid == sa.any_(sa.bindparam("uuids", type_=sa.ARRAY(TABLE.c.uuid.type))),
+        TABLE.c.id == sa.any_(sa.bindparam("ids", type_=sa.ARRAY(sa.Integer)))))
+    .order_by(TABLE.c.id).with_for_update(of=TABLE))
 
 
 def lock_many(conn: Connection, *, uuids: Iterable[str] = (),
@@ -262,10 +269,11 @@ def lock_many(conn: Connection, *, uuids: Iterable[str] = (),
                                                TABLE.c.id.in_(wanted_ids)))
             .order_by(TABLE.c.id).with_for_update()).scalars())
         return get_many_by_id(conn, locked)
-    query = _LOCKED_BY_UUIDS_OR_IDS
     if conn.dialect.name == "postgresql":
-        query = query.with_for_update(of=TABLE)
-    return {row.id: row for row in conn.execute(query, params)}
+        rows = direct.execute(conn, _LOCKED_BY_UUID_OR_ID_ARRAYS, params)
+    else:
+        rows = conn.execute(_LOCKED_BY_UUIDS_OR_IDS, params)
+    return {row.id: row for row in rows}
 
 
 _LOCKED_BY_UUID = _BY_UUID.with_for_update(of=TABLE)

@@ -170,3 +170,31 @@ def test_a_column_named_like_a_row_attribute_stays_with_sqlalchemy(db):
             result = direct.execute(conn, counted, {"uuid": child.uuid})
             assert isinstance(result, sa.CursorResult)
             assert result.scalar() == 1
+
+
+def test_a_claim_runs_on_the_driver_once_its_statements_are_learned(db):
+    from allotment.service import allocations as allocation_service
+    from allotment.service.consumers import ConsumerRequest
+
+    _root, child = _tree(db)
+    through_sqlalchemy: list[str] = []
+
+    def counted(conn, clauseelement, multiparams, params, execution_options):
+        through_sqlalchemy.append(str(clauseelement).split(None, 1)[0])
+
+    def claim() -> None:
+        allocation_service.replace_for_consumer(db, allocation_service.ConsumerAllocations(
+            ConsumerRequest(_uuid(), "project", "user"),
+            {child.uuid: {"VCPU": 1, "MEMORY_MB": 256}}), attempts=1)
+
+    claim()
+    claim()  # the owner's rows exist from here on, as in a cloud
+    event.listen(db.engine, "before_execute", counted)
+    try:
+        claim()
+    finally:
+        event.remove(db.engine, "before_execute", counted)
+    if db.backend == "postgresql":
+        assert through_sqlalchemy == [], through_sqlalchemy
+    else:
+        assert len(through_sqlalchemy) >= 6
