@@ -171,6 +171,12 @@ def limits_and_usage(conn: Connection, provider_ids: Iterable[int],
     return found
 
 
+# One consumer's (every DELETE /allocations): a statement built once, which
+# may go straight to the driver.
+_DELETE_ONE = sa.delete(TABLE).where(TABLE.c.consumer_id == sa.bindparam("consumer")).returning(
+    TABLE.c.resource_provider_id, TABLE.c.resource_class_id, TABLE.c.used)
+
+
 def delete_of_consumers(conn: Connection, consumer_uuids: Iterable[str]) -> dict[Pair, int]:
     """Remove the consumers' allocations; returns what they held, summed per
     (provider, class), for the change feed's usage deltas."""
@@ -179,7 +185,9 @@ def delete_of_consumers(conn: Connection, consumer_uuids: Iterable[str]) -> dict
         return {}
     held: dict[Pair, int] = {}
     where = TABLE.c.consumer_id.in_(ids)
-    if conn.dialect.delete_returning:
+    if conn.dialect.delete_returning and len(ids) == 1:
+        rows = direct.execute(conn, _DELETE_ONE, {"consumer": ids[0]})
+    elif conn.dialect.delete_returning:
         rows = conn.execute(sa.delete(TABLE).where(where).returning(
             TABLE.c.resource_provider_id, TABLE.c.resource_class_id, TABLE.c.used))
     else:

@@ -162,8 +162,14 @@ def bump_generation(conn: Connection, consumer_id: int, seen_generation: int) ->
 def delete_if_no_allocations(conn: Connection, consumer_uuids: Iterable[str]) -> None:
     """Remove the consumers among ``consumer_uuids`` that hold no allocation."""
     uuids = sorted(set(consumer_uuids))
-    if not uuids:
-        return
-    holding = sa.select(allocations.c.consumer_id).where(
-        allocations.c.consumer_id == TABLE.c.uuid)
-    conn.execute(sa.delete(TABLE).where(TABLE.c.uuid.in_(uuids), ~sa.exists(holding)))
+    if len(uuids) == 1:
+        direct.execute(conn, _DELETE_ONE_IF_EMPTY, {"uuid": uuids[0]})
+    elif uuids:
+        conn.execute(sa.delete(TABLE).where(TABLE.c.uuid.in_(uuids), ~sa.exists(_HOLDING)))
+
+
+_HOLDING = sa.select(allocations.c.consumer_id).where(allocations.c.consumer_id == TABLE.c.uuid)
+# One consumer's (every DELETE /allocations): built once, may go straight
+# to the driver.
+_DELETE_ONE_IF_EMPTY = sa.delete(TABLE).where(TABLE.c.uuid == sa.bindparam("uuid"),
+                                              ~sa.exists(_HOLDING))

@@ -172,7 +172,7 @@ def test_a_column_named_like_a_row_attribute_stays_with_sqlalchemy(db):
             assert result.scalar() == 1
 
 
-def test_a_claim_runs_on_the_driver_once_its_statements_are_learned(db):
+def test_a_claim_and_a_deletion_run_on_the_driver_once_their_statements_are_learned(db):
     from allotment.service import allocations as allocation_service
     from allotment.service.consumers import ConsumerRequest
 
@@ -182,16 +182,21 @@ def test_a_claim_runs_on_the_driver_once_its_statements_are_learned(db):
     def counted(conn, clauseelement, multiparams, params, execution_options):
         through_sqlalchemy.append(str(clauseelement).split(None, 1)[0])
 
-    def claim() -> None:
+    def claim() -> str:
+        consumer = _uuid()
         allocation_service.replace_for_consumer(db, allocation_service.ConsumerAllocations(
-            ConsumerRequest(_uuid(), "project", "user"),
+            ConsumerRequest(consumer, "project", "user"),
             {child.uuid: {"VCPU": 1, "MEMORY_MB": 256}}), attempts=1)
+        return consumer
 
     claim()
-    claim()  # the owner's rows exist from here on, as in a cloud
+    # The owner's rows exist from here on, as in a cloud; a deletion learned.
+    allocation_service.delete_for_consumer(db, claim())
+    held = claim()
     event.listen(db.engine, "before_execute", counted)
     try:
         claim()
+        allocation_service.delete_for_consumer(db, held)
     finally:
         event.remove(db.engine, "before_execute", counted)
     if db.backend == "postgresql":
