@@ -145,12 +145,14 @@ def _enough_capacity(plan: Plan, slots: list[_Slot]) -> bool:
     return True
 
 
-def search_anchor(plan: Plan, r: int,
-                   rng: random.Random | None) -> Iterator[tuple[dict, list]]:
+def search_anchor(plan: Plan, r: int, rng: random.Random | None,
+                  keep: bool = True) -> Iterator[tuple[dict, list]]:
     """Yield ``(usage, chosen)`` for every assignment anchored at root ``r``.
 
     ``usage`` maps (provider, rc) to the summed amount; ``chosen`` lists, per
-    request group in request order, the providers picked for it.
+    request group in request order, the providers picked for it.  The
+    results are kept between requests (engine.kept) unless ``keep`` is
+    false: a caller that keeps what it makes of them itself.
     """
     if not plan.root_ok(r):
         return iter(())
@@ -165,12 +167,12 @@ def search_anchor(plan: Plan, r: int,
                           [[r] * len(g.resources)]),))
         return iter(((READY, found),)) if found else iter(())
     if plan.only_unsuffixed and plan.nested_aware:
-        return tree_search(plan, r, rng)
+        return tree_search(plan, r, rng, keep)
     def search() -> Iterator[tuple]:
         slots = _build_slots(plan, r, rng)
         return iter(()) if slots is None else _AnchorSearch(plan, slots).walk(0)
 
-    if type(plan) is not Plan:
+    if type(plan) is not Plan or not keep:
         # A subclass (the extensions') may change what the search finds.
         return search()
     return kept.tree_answer(plan, r, rng, _kind, search, _finisher)

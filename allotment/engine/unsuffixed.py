@@ -208,14 +208,18 @@ def unsuffixed_product(plan: Plan, r: int, options: list[list[int]]) -> Iterator
         yield (READY, Candidate(allocations, {"": list(allocations)}, anchor))
 
 
-def tree_search(plan: Plan, r: int, rng: random.Random | None) -> Iterator[tuple]:
+def tree_search(plan: Plan, r: int, rng: random.Random | None,
+                keep: bool = True) -> Iterator[tuple]:
     """Every assignment of the unsuffixed group alone anchored at ``r``
     (from 1.29), for a tree of several providers or one that sharing
-    providers serve; kept between requests (see engine.kept)."""
+    providers serve; kept between requests (see engine.kept) unless the
+    caller keeps what it makes of them itself (``keep`` false)."""
     def search() -> Iterator[tuple]:
         options = unsuffixed_option_lists(plan, r, rng)
         return iter(()) if options is None else unsuffixed_product(plan, r, options)
 
+    if not keep:
+        return search()
     return kept.tree_answer(plan, r, rng, tree_kind, search)
 
 
