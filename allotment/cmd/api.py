@@ -47,7 +47,11 @@ def _pre_fork(server, _worker) -> None:
     finally:
         world.db.dispose()
     # What the worker shares with this process stays shared the longer when
-    # the collector never writes to it (the world lives as long as either).
+    # the collector never writes to it (the world lives as long as either);
+    # what loading the world left behind is collected and given back first,
+    # so that no worker maps it.
+    gc.collect()
+    malloc.give_back()
     gc.freeze()
 
 

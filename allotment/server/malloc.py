@@ -38,3 +38,21 @@ def keep_big_buffers() -> bool:
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
     return bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(
         mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD))
+
+
+def give_back() -> bool:
+    """Return every free page of glibc's heap to the system (malloc_trim),
+    holes in the middle included, which the trim threshold alone never
+    returns; whether any was.
+
+    Called in allotment-api's main process before each fork: loading the
+    world leaves the heap full of freed rows and lists, resident, and a
+    forked worker maps every resident page of its parent, so they would
+    count in each worker's resident size for as long as it runs.
+    """
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):  # not glibc
+        return False
+    trim.argtypes = (ctypes.c_size_t,)
+    return bool(trim(0))

@@ -93,3 +93,17 @@ def test_a_shared_world_that_cannot_be_brought_up_to_date_is_not_handed_on(caplo
     assert world.world is None
     assert disposed == [True]
     assert "reads the whole world itself" in caplog.text
+
+
+def test_what_loading_left_behind_is_given_back_before_a_fork(monkeypatch):
+    # A forked worker maps every resident page of the main process: the
+    # garbage of loading the world is collected and its pages returned
+    # before the rest is frozen and shared.
+    done = []
+    world = SimpleNamespace(world=object(), catch_up=lambda: done.append("caught up"),
+                            db=SimpleNamespace(dispose=lambda: done.append("disposed")))
+    monkeypatch.setattr(api_cmd.gc, "collect", lambda: done.append("collected"))
+    monkeypatch.setattr(api_cmd.malloc, "give_back", lambda: done.append("given back"))
+    monkeypatch.setattr(api_cmd.gc, "freeze", lambda: done.append("frozen"))
+    api_cmd._pre_fork(SimpleNamespace(app=SimpleNamespace(world=world)), None)
+    assert done == ["caught up", "disposed", "collected", "given back", "frozen"]
