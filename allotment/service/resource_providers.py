@@ -10,6 +10,7 @@ from sqlalchemy.engine import Connection, Row
 from allotment import errors
 from allotment.service import provider_listing
 from allotment.storage import inventories as inventory_store
+from allotment.storage import provider_listing as listing
 from allotment.storage import resource_providers as store
 from allotment.storage import retry
 from allotment.storage import traits as trait_store
@@ -237,10 +238,10 @@ def list_providers_from_database(db: Database, filters: ProviderFilters) -> list
         for any_of in filters.required_traits:
             ids = _trait_ids(conn, sorted(any_of))
             required.append(set(ids.values()))
-        if required and not store.list_filtered(conn, required_trait_ids=required):
+        if required and not listing.list_filtered(conn, required_trait_ids=required):
             return []  # nobody has them: later names are not looked up
         forbidden = set(_trait_ids(conn, sorted(filters.forbidden_traits)).values())
-        if filters.member_of and not store.list_filtered(conn, member_of=filters.member_of):
+        if filters.member_of and not listing.list_filtered(conn, member_of=filters.member_of):
             return []
         resources: dict[int, int] = {}
         if filters.resources:
@@ -253,7 +254,7 @@ def list_providers_from_database(db: Database, filters: ProviderFilters) -> list
             if any(a > inventory_store.MAX_INT for a in filters.resources.values()):
                 return []  # no inventory can hold that much
             resources = {class_ids[name]: a for name, a in filters.resources.items()}
-        return store.list_filtered(
+        return listing.list_filtered(
             conn, name=filters.name, uuid=filters.uuid, root_id=root_id,
             member_of=filters.member_of,
             forbidden_aggregates=filters.forbidden_aggregates,

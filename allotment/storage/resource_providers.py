@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import datetime
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import NamedTuple
 
 import sqlalchemy as sa
@@ -26,7 +26,6 @@ from allotment.storage.clock import utcnow
 from allotment.storage.tables import (
     allocations,
     inventories,
-    placement_aggregates,
     placement_feed_state,
     resource_provider_aggregates,
     resource_provider_traits,
@@ -69,7 +68,9 @@ _BY_UUIDS = _SELECT.where(TABLE.c.uuid.in_(sa.bindparam("uuids", expanding=True)
 _BY_IDS = _SELECT.where(TABLE.c.id.in_(sa.bindparam("ids", expanding=True)))
 
 
-def _select() -> sa.Select:
+def rows_select() -> sa.Select:
+    """The statement of provider rows (parent's and root's UUIDs joined),
+    for callers to narrow."""
     return _SELECT
 
 
@@ -365,7 +366,7 @@ def touch(conn: Connection, provider_id: int) -> None:
 def tree_rows(conn: Connection, root_id: int) -> list[Row]:
     """Every provider whose root is ``root_id`` (the root included)."""
     return list(conn.execute(
-        _select().where(TABLE.c.root_provider_id == root_id).order_by(TABLE.c.id)))
+        rows_select().where(TABLE.c.root_provider_id == root_id).order_by(TABLE.c.id)))
 
 
 def subtree_ids(conn: Connection, provider: Row) -> list[int]:
@@ -433,77 +434,3 @@ def delete(conn: Connection, provider_id: int) -> bool:
         return False
     feed.note_roots(conn, [root_id])
     return True
-
-
-# -- listing ---------------------------------------------------------------
-
-def _with_any_aggregate(agg_uuids: Iterable[str]) -> sa.Select:
-    """Ids of providers in at least one of the aggregates."""
-    return (sa.select(resource_provider_aggregates.c.resource_provider_id)
-            .join(placement_aggregates,
-                  placement_aggregates.c.id == resource_provider_aggregates.c.aggregate_id)
-            .where(placement_aggregates.c.uuid.in_(sorted(agg_uuids))))
-
-
-def _with_any_trait(trait_ids: Iterable[int]) -> sa.Select:
-    return (sa.select(resource_provider_traits.c.resource_provider_id)
-            .where(resource_provider_traits.c.trait_id.in_(sorted(trait_ids))))
-
-
-def _with_capacity(class_id: int, amount: int) -> sa.Select:
-    """Ids of providers that could take ``amount`` more of the class now."""
-    used = (sa.select(allocations.c.resource_provider_id,
-                      sa.func.sum(allocations.c.used).label("used"))
-            .where(allocations.c.resource_class_id == class_id)
-            .group_by(allocations.c.resource_provider_id).subquery())
-    inv = inventories
-    return (
-        sa.select(inv.c.resource_provider_id)
-        .select_from(inv.outerjoin(used, used.c.resource_provider_id
-                                   == inv.c.resource_provider_id))
-        .where(inv.c.resource_class_id == class_id,
-               sa.func.coalesce(used.c.used, 0) + amount
-               <= (inv.c.total - inv.c.reserved) * inv.c.allocation_ratio,
-               inv.c.min_unit <= amount,
-               inv.c.max_unit >= amount,
-               (amount % inv.c.step_size) == 0))
-
-
-def list_filtered(
-    conn: Connection,
-    *,
-    name: str | None = None,
-    uuid: str | None = None,
-    root_id: int | None = None,
-    member_of: Iterable[Iterable[str]] = (),
-    forbidden_aggregates: Iterable[str] = (),
-    required_trait_ids: Iterable[Iterable[int]] = (),
-    forbidden_trait_ids: Iterable[int] = (),
-    resources: Mapping[int, int] | None = None,
-) -> list[Row]:
-    """Providers matching every filter given.
-
-    ``member_of`` and ``required_trait_ids`` are lists of any-of sets (all
-    sets must match); ``resources`` maps resource class ids to amounts the
-    provider must still have room for.
-    """
-    query = _select()
-    if name is not None:
-        query = query.where(TABLE.c.name == name)
-    if uuid is not None:
-        query = query.where(TABLE.c.uuid == uuid)
-    if root_id is not None:
-        query = query.where(TABLE.c.root_provider_id == root_id)
-    for any_traits in required_trait_ids:
-        query = query.where(TABLE.c.id.in_(_with_any_trait(any_traits)))
-    forbidden_trait_ids = set(forbidden_trait_ids)
-    if forbidden_trait_ids:
-        query = query.where(TABLE.c.id.not_in(_with_any_trait(forbidden_trait_ids)))
-    for any_aggs in member_of:
-        query = query.where(TABLE.c.id.in_(_with_any_aggregate(any_aggs)))
-    forbidden_aggregates = set(forbidden_aggregates)
-    if forbidden_aggregates:
-        query = query.where(TABLE.c.id.not_in(_with_any_aggregate(forbidden_aggregates)))
-    for class_id, amount in (resources or {}).items():
-        query = query.where(TABLE.c.id.in_(_with_capacity(class_id, amount)))
-    return list(conn.execute(query.order_by(TABLE.c.id)))
