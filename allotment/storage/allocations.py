@@ -173,8 +173,9 @@ def limits_and_usage(conn: Connection, provider_ids: Iterable[int],
 
 # One consumer's (every DELETE /allocations): a statement built once, which
 # may go straight to the driver.
-_DELETE_ONE = sa.delete(TABLE).where(TABLE.c.consumer_id == sa.bindparam("consumer")).returning(
-    TABLE.c.resource_provider_id, TABLE.c.resource_class_id, TABLE.c.used)
+_HELD_COLUMNS = (TABLE.c.resource_provider_id, TABLE.c.resource_class_id, TABLE.c.used)
+_DELETE_ONE = (sa.delete(TABLE).where(TABLE.c.consumer_id == sa.bindparam("consumer"))
+               .returning(*_HELD_COLUMNS))
 
 
 def delete_of_consumers(conn: Connection, consumer_uuids: Iterable[str]) -> dict[Pair, int]:
@@ -184,16 +185,14 @@ def delete_of_consumers(conn: Connection, consumer_uuids: Iterable[str]) -> dict
     if not ids:
         return {}
     held: dict[Pair, int] = {}
-    where = TABLE.c.consumer_id.in_(ids)
     if conn.dialect.delete_returning and len(ids) == 1:
         rows = direct.execute(conn, _DELETE_ONE, {"consumer": ids[0]})
     elif conn.dialect.delete_returning:
-        rows = conn.execute(sa.delete(TABLE).where(where).returning(
-            TABLE.c.resource_provider_id, TABLE.c.resource_class_id, TABLE.c.used))
+        rows = conn.execute(sa.delete(TABLE).where(TABLE.c.consumer_id.in_(ids))
+                            .returning(*_HELD_COLUMNS))
     else:
-        rows = conn.execute(sa.select(
-            TABLE.c.resource_provider_id, TABLE.c.resource_class_id, TABLE.c.used
-        ).where(where).with_for_update()).all()
+        where = TABLE.c.consumer_id.in_(ids)
+        rows = conn.execute(sa.select(*_HELD_COLUMNS).where(where).with_for_update()).all()
         conn.execute(sa.delete(TABLE).where(where))
     for pid, cid, used in rows:
         held[(pid, cid)] = held.get((pid, cid), 0) + used

@@ -219,13 +219,10 @@ def _in_processes(make_client, flavors, count: int, ledger: Ledger, processes: i
         books = conn.recv()
         child.join()
         with ledger.lock:
-            ledger.granted.update(books["granted"])
-            ledger.live.extend(books["live"])
-            ledger.deleted |= books["deleted"]
-            for name in ("gets", "puts", "deletes", "errors"):
-                getattr(ledger, name).extend(books[name])
-            for name in ("conflicts", "no_room", "gave_up"):
-                setattr(ledger, name, getattr(ledger, name) + books[name])
+            ledger.granted.update(books.pop("granted"))
+            ledger.deleted |= books.pop("deleted")
+            for name, value in books.items():  # lists extend, counts add up
+                setattr(ledger, name, getattr(ledger, name) + value)
 
 
 def run(make_client, flavors: tuple[Flavor, ...], count: int, ledger: Ledger,
