@@ -31,7 +31,6 @@ from allotment.service import resource_classes as class_service
 from allotment.service import resource_providers as provider_service
 from allotment.service.consumers import ConsumerRequest
 from allotment.storage import clock
-from allotment.storage import db as db_mod
 from allotment.world.sync import Replica
 
 pytestmark = pytest.mark.slow
@@ -149,15 +148,6 @@ class Cloud:
 KINDS = ["create", "create", "inventory", "inventory", "traits", "traits", "aggregates",
          "aggregates", "move", "rename", "delete", "allocate", "allocate", "allocate",
          "deallocate", "class"]
-
-
-@pytest.fixture
-def processes(database_url, db):
-    """Three more "processes" on the same database."""
-    dbs = [db_mod.Database(db_mod.create_engine(database_url)) for _ in range(3)]
-    yield dbs
-    for other in dbs:
-        other.dispose()
 
 
 @settings(max_examples=8, deadline=None,
@@ -364,7 +354,7 @@ def test_a_writer_holding_its_feed_id_keeps_later_writers_behind_it(db, processe
         assert len(world.snapshot) == 2
     assert replica.head == taken + 1 and not replica.gaps
     with db.autocommit() as c:
-        assert feed.ids_after(c, taken - 1) == [taken, taken + 1]
+        assert feed.last_after(c, taken - 1)[0] == [taken, taken + 1]
 
 
 def test_a_rolled_back_feed_id_is_taken_by_the_next_writer(db, processes):
