@@ -33,6 +33,7 @@ from allotment.service.consumers import ConsumerRequest
 from allotment.storage import clock
 from allotment.storage import db as db_mod
 from allotment.world.sync import Replica
+from tests.harness import sql_answers
 
 pytestmark = pytest.mark.slow
 
@@ -91,7 +92,7 @@ class Cloud:
         trait_names.ensure_trait(self.dbs[0], "CUSTOM_GOLD")
 
     def providers(self, db) -> list:
-        return provider_service.list_providers_from_database(
+        return sql_answers.list_providers_from_database(
             db, provider_service.ProviderFilters())
 
     def op(self, db, kind: str) -> None:
