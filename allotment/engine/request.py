@@ -56,10 +56,6 @@ class RequestGroup:
                 raise ValueError(f"amount of {rc} must be a positive integer")
 
     @property
-    def use_same_provider(self) -> bool:
-        return bool(self.suffix)
-
-    @property
     def resourceless(self) -> bool:
         return not self.resources
 
