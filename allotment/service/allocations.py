@@ -24,7 +24,7 @@ from typing import TypeVar
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Row
 
-from allotment import errors, telemetry
+from allotment import errors
 from allotment.service import consumers as consumer_service
 from allotment.service.consumers import ConsumerRequest
 from allotment.storage import allocations as store
@@ -68,32 +68,25 @@ class RetryWrite(Exception):
 
 def run_write(db: Database, work: Callable[[Connection], T], *, attempts: int,
               conflict: str = WRITE_CONFLICT + PROVIDER_CONFLICT) -> T:
-    """Run ``work`` in a write transaction, again on a lost race.
+    """Run ``work`` in a write transaction, again on a lost race (a
+    generation that moved, a racing insert of the same consumer, project,
+    user or type) or a transaction the database aborted.
 
     :raises errors.ConcurrentUpdate: with ``conflict`` as its detail, when
         still losing after ``attempts`` tries.
     """
-    attempts = max(1, attempts)
-    for attempt in range(1, attempts + 1):
-        try:
-            with db.write() as conn:
-                return work(conn)
-        except RetryWrite:
-            reason = "generation conflict"
-        except errors.TransactionAborted as exc:
-            reason = type(exc.__cause__).__name__
-            # Two writers that keep aborting each other part.
-            retry.pause(attempt)
-        except sa.exc.IntegrityError:
-            # Two writers creating the same consumer (or project, user,
-            # type): the loser retries and finds the winner's row.
-            reason = "IntegrityError"
-        LOG.debug("Retrying allocation write (attempt %d of %d) after %s",
-                  attempt, attempts, reason)
-        if attempt < attempts:
-            telemetry.metrics().retries.inc()
-    LOG.warning("Exceeded retry limit of %d on allocations write", attempts)
-    raise errors.ConcurrentUpdate(conflict)
+    def transaction() -> T:
+        with db.write() as conn:
+            return work(conn)
+
+    return retry.run(transaction, retry.Policy(
+        attempts=attempts,
+        # The loser of two writers creating the same row retries and finds
+        # the winner's.
+        lost_races=(RetryWrite, sa.exc.IntegrityError),
+        after_lock_wait=True,
+        gave_up=lambda: errors.ConcurrentUpdate(conflict),
+        counted_as="allocation write"))
 
 
 @dataclass
@@ -260,7 +253,6 @@ def _translate(run: Callable[[], T], not_found: str) -> T:
         raise errors.Conflict(f"Unable to allocate inventory: {exc}") from None
 
 
-@retry.retried
 def replace_for_consumer(db: Database, item: ConsumerAllocations, *, attempts: int) -> None:
     """PUT /allocations/{consumer_uuid}: the consumer's whole allocation."""
     _translate(
@@ -268,7 +260,6 @@ def replace_for_consumer(db: Database, item: ConsumerAllocations, *, attempts: i
         f"Unable to allocate inventory for consumer {item.consumer.uuid}: ")
 
 
-@retry.retried
 def replace_many(db: Database, batch: Sequence[ConsumerAllocations], *, attempts: int) -> None:
     """POST /allocations: several consumers at once, all or nothing."""
     _translate(

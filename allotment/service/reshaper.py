@@ -27,7 +27,7 @@ from sqlalchemy.engine import Connection
 from allotment import errors
 from allotment.service import allocations as allocation_service
 from allotment.service.allocations import ConsumerAllocations
-from allotment.storage import inventories, resource_providers, retry
+from allotment.storage import inventories, resource_providers
 from allotment.storage.db import Database
 
 CONFLICT = ("update conflict: Another thread concurrently updated the data. "
@@ -102,7 +102,6 @@ def _reshape(conn: Connection, wanted: Sequence[ProviderInventories],
         _replace_inventory(conn, item.provider_uuid, item.inventories)
 
 
-@retry.retried
 def reshape(db: Database, wanted: Sequence[ProviderInventories],
             batch: Sequence[ConsumerAllocations], *, attempts: int) -> None:
     """Replace inventories and allocations together, all or nothing.
