@@ -54,7 +54,7 @@ class ConsumerAllocations:
     allocations: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
 
-class UnknownResourceClass(Exception):
+class AllocationOfUnknownClass(Exception):
     """A resource class named by the request does not exist."""
 
 
@@ -107,7 +107,7 @@ def write(conn: Connection, batch: Sequence[ConsumerAllocations]) -> None:
 
     :raises errors.ConcurrentUpdate: a consumer generation does not match.
     :raises errors.BadRequest: a provider does not exist.
-    :raises UnknownResourceClass, InvalidAllocation: see their names.
+    :raises AllocationOfUnknownClass, InvalidAllocation: see their names.
     :raises RetryWrite: a generation moved under us.
     """
     uuids = [item.consumer.uuid for item in batch]
@@ -126,8 +126,9 @@ def write(conn: Connection, batch: Sequence[ConsumerAllocations]) -> None:
     by_uuid = {row.uuid: row for row in by_id.values()}
 
     # A consumer created here is at generation 1 once this commits.
-    states = [consumer_service.ensure(conn, item.consumer, existing.get(item.consumer.uuid),
-                                      created_generation=1 if item.allocations else 0)
+    states = [consumer_service.check_and_write_consumer(
+                  conn, item.consumer, existing.get(item.consumer.uuid),
+                  created_generation=1 if item.allocations else 0)
               for item in batch]
 
     for item in batch:
@@ -141,7 +142,7 @@ def write(conn: Connection, batch: Sequence[ConsumerAllocations]) -> None:
     class_ids = resource_classes.ids_for(conn, names)
     for name in names:
         if name not in class_ids:
-            raise UnknownResourceClass(f"No such resource class {name}.")
+            raise AllocationOfUnknownClass(f"No such resource class {name}.")
 
     allocs: list[_Alloc] = []
     old_by_consumer: dict[str, list[Row]] = defaultdict(list)
@@ -247,7 +248,7 @@ def _translate(run: Callable[[], T], not_found: str) -> T:
     """Word failures as upstream's allocation handlers do."""
     try:
         return run()
-    except UnknownResourceClass as exc:
+    except AllocationOfUnknownClass as exc:
         raise errors.BadRequest(f"{not_found}{exc}") from None
     except InvalidAllocation as exc:
         raise errors.Conflict(f"Unable to allocate inventory: {exc}") from None

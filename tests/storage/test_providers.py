@@ -74,14 +74,14 @@ def test_replace_all_rules(db):
             inventories.replace_all(conn, row, {"DISK_GB": {"total": 100}})
         assert exc.value.code == errors.INVENTORY_INUSE
         assert exc.value.classes == ["VCPU"]
-        with pytest.raises(inventories.UnknownResourceClass):
+        with pytest.raises(inventories.InventoryOfUnknownClass):
             inventories.replace_all(conn, row, {"CUSTOM_NOPE": {"total": 1}})
         with pytest.raises(inventories.InvalidCapacity):
             inventories.replace_all(conn, row, {"VCPU": {"total": 4, "reserved": 5}})
         with pytest.raises(inventories.InvalidCapacity):
             inventories.replace_all(conn, row, {"VCPU": {"total": 4, "reserved": 4}},
                                     reserved_may_equal_total=False)
-        with pytest.raises(inventories.OverCapacity):
+        with pytest.raises(inventories.InventoryBelowUsage):
             inventories.replace_all(conn, row, {"VCPU": {"total": 4}},
                                     refuse_over_capacity=True)
         # Shrinking below usage is allowed by default and reported.
