@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from allotment import errors
-from allotment.engine import AllocationCandidatesRequest, RequestGroup, find_candidates
+from allotment.engine import AllocationCandidatesRequest, SearchGroup, find_candidates
 from allotment.service import aggregates as aggregate_service
 from allotment.service import allocations as allocation_service
 from allotment.service import inventories as inventory_service
@@ -32,6 +32,7 @@ from allotment.service import resource_providers as provider_service
 from allotment.service.consumers import ConsumerRequest
 from allotment.storage import clock
 from allotment.world.sync import Replica
+from tests.harness import sql_answers
 
 pytestmark = pytest.mark.slow
 
@@ -39,15 +40,15 @@ AGGS = [f"11111111-1111-1111-1111-{i:012d}" for i in range(3)]
 TRAITS = ["HW_CPU_X86_AVX2", "CUSTOM_GOLD", "MISC_SHARES_VIA_AGGREGATE"]
 CLASSES = ["VCPU", "DISK_GB", "CUSTOM_MAGIC"]
 REQUESTS = [
-    AllocationCandidatesRequest(groups=(RequestGroup(resources={"VCPU": 1}),)),
-    AllocationCandidatesRequest(groups=(RequestGroup(resources={"VCPU": 1, "DISK_GB": 2}),)),
+    AllocationCandidatesRequest(groups=(SearchGroup(resources={"VCPU": 1}),)),
+    AllocationCandidatesRequest(groups=(SearchGroup(resources={"VCPU": 1, "DISK_GB": 2}),)),
     AllocationCandidatesRequest(groups=(
-        RequestGroup(resources={"DISK_GB": 1}),
-        RequestGroup(suffix="_X", resources={"VCPU": 1},
+        SearchGroup(resources={"DISK_GB": 1}),
+        SearchGroup(suffix="_X", resources={"VCPU": 1},
                      required_traits=(frozenset({"HW_CPU_X86_AVX2"}),))),
         group_policy="none"),
     AllocationCandidatesRequest(groups=(
-        RequestGroup(resources={"CUSTOM_MAGIC": 1}, member_of=(frozenset(AGGS[:2]),)),)),
+        SearchGroup(resources={"CUSTOM_MAGIC": 1}, member_of=(frozenset(AGGS[:2]),)),)),
 ]
 
 
@@ -90,7 +91,7 @@ class Cloud:
         trait_names.ensure_trait(self.dbs[0], "CUSTOM_GOLD")
 
     def providers(self, db) -> list:
-        return provider_service.list_providers_from_database(
+        return sql_answers.list_providers_from_database(
             db, provider_service.ProviderFilters())
 
     def op(self, db, kind: str) -> None:
