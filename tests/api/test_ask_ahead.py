@@ -1,11 +1,11 @@
-"""api.middleware.AskAhead: world reads ask the database early, and every
+"""api.ask_ahead.AskAhead: world reads ask the database early, and every
 question asked is ended with its request."""
 
 from __future__ import annotations
 
 import pytest
 
-from allotment.api.middleware import AskAhead
+from allotment.api.ask_ahead import AskAhead
 
 
 def _middleware(app=None):
