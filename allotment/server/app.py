@@ -71,7 +71,8 @@ def create_app(conf: cfg.ConfigOpts, *, db: Database | None = None,
     # The web view reads through the routed application in process; the
     # echo of Allotment-Extensions tells its client that the listing
     # extension answered (without it the client reads provider by provider).
-    for path, resource in routes(runtime, api=negotiation.ExtensionsEcho(app)):
+    served = routes(runtime, api=negotiation.ExtensionsEcho(app))
+    for path, resource in served:
         app.add_route(path, resource)
     app.add_error_handler(Exception, _unexpected_error)
     app.add_error_handler(falcon.HTTPError, _framework_error)
@@ -86,7 +87,8 @@ def create_app(conf: cfg.ConfigOpts, *, db: Database | None = None,
     if conf.oslo_middleware.enable_proxy_headers_parsing:
         # Only then does it do anything; it costs a WebOb round trip.
         wsgi = http_proxy_to_wsgi.HTTPProxyToWSGI(wsgi, conf)
-    wsgi = ask_ahead.AskAhead(wsgi, db.probe.ask, db.probe.settle)
+    wsgi = ask_ahead.AskAhead(wsgi, replica.ask_ahead, replica.settle,
+                              ask_ahead.world_readers(served))
     # /healthcheck needs no credentials; [allotment] metrics_bind's
     # requests reach /metrics without going through authentication.
     outer = wsgi_path.WsgiPath(
