@@ -33,18 +33,17 @@ storage/faults.py answers for it unchanged.
 from __future__ import annotations
 
 import functools
-import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-# Per dialect (what a statement compiles to is the dialect's): (statement,
-# names of its parameters) -> _Plan, or None for a statement that cannot go
-# directly.
-_PLANS: weakref.WeakKeyDictionary[Any, dict[tuple, _Plan | None]] = \
-    weakref.WeakKeyDictionary()
+# Per dialect, i.e. per engine (what a statement compiles to is the
+# dialect's, and its plans refer to it, so it is kept as long as they are: a
+# process has one engine): (statement, names of its parameters) -> _Plan, or
+# None for a statement that cannot go directly.
+_PLANS: dict[Any, dict[tuple, _Plan | None]] = {}
 _UNKNOWN = object()
 _CURSOR_KEY = "allotment_direct_cursor"
 
