@@ -312,16 +312,26 @@ def note_usage(conn: Connection, removed: Mapping[Pair, int],
     feed.note_usage(conn, deltas)
 
 
-@functools.lru_cache(maxsize=16)
 def _advance(count: int) -> sa.Update:
     """The UPDATE that moves ``count`` providers one generation on, each
-    only from the generation it was read at (bound as ``id_k``/``seen_k``)."""
+    only from the generation it was read at (bound as ``id_k``/``seen_k``):
+    built once for up to ``direct.LISTED_UP_TO`` providers, afresh for more
+    (whose plans would pile up)."""
+    if count <= direct.LISTED_UP_TO:
+        return _advance_kept(count)
+    return _build_advance(count)
+
+
+def _build_advance(count: int) -> sa.Update:
     rp = resource_providers
     ids = [sa.bindparam(f"id_{k}", type_=sa.Integer) for k in range(count)]
     seen = sa.case(*((rp.c.id == ids[k], sa.bindparam(f"seen_{k}", type_=sa.Integer))
                      for k in range(count)))
     return (sa.update(rp).where(rp.c.id.in_(ids), rp.c.generation == seen)
             .values(generation=rp.c.generation + 1, updated_at=sa.bindparam("now")))
+
+
+_advance_kept = functools.cache(_build_advance)
 
 
 def advance_providers(conn: Connection, seen: Mapping[int, int]) -> bool:
@@ -340,7 +350,10 @@ def advance_providers(conn: Connection, seen: Mapping[int, int]) -> bool:
     params: dict = {"now": now}
     for k, (pid, generation) in enumerate(sorted(seen.items())):
         params[f"id_{k}"], params[f"seen_{k}"] = pid, generation
-    if direct.execute(conn, _advance(len(seen)), params).rowcount != len(seen):
+    statement = _advance(len(seen))
+    moved = (direct.execute(conn, statement, params) if len(seen) <= direct.LISTED_UP_TO
+             else conn.execute(statement, params))
+    if moved.rowcount != len(seen):
         return False
     for pid, generation in seen.items():
         feed.note_generation(conn, pid, generation + 1, now)

@@ -18,6 +18,7 @@ from allotment.service import inventories as inventory_service
 from allotment.service import provider_traits as trait_service
 from allotment.service import resource_providers as provider_service
 from allotment.service import traits as trait_names
+from allotment.service.consumers import ConsumerRequest
 from allotment.storage import direct, faults
 from allotment.storage import inventories as inventory_store
 from allotment.storage import provider_traits as trait_store
@@ -162,18 +163,23 @@ def test_a_driver_error_is_sqlalchemys_and_the_transaction_rolls_back(db):
         assert store.get_by_id(conn, other.id).name == other.name
 
 
-@pytest.mark.postgresql
+# The server's id of a connection, and the statement that ends it from another.
+_SESSION = {"postgresql": ("SELECT pg_backend_pid()", "SELECT pg_terminate_backend(:p)"),
+            "mysql": ("SELECT CONNECTION_ID()", "KILL CONNECTION :p")}
+
+
 def test_a_connection_lost_under_a_direct_statement_is_a_503_and_replaced(db):
-    if db.backend != "postgresql":
-        pytest.skip("the direct path is PostgreSQL's")
+    if db.backend not in _SESSION:
+        pytest.skip("SQLite has no connection to lose")
+    own_id, kill = _SESSION[db.backend]
     _root, child = _tree(db)
     with db.read() as conn:
         store.get_by_uuid(conn, child.uuid)
     with pytest.raises(errors.DatabaseUnavailable), db.read() as conn:
         store.get_by_uuid(conn, child.uuid)  # the kept cursor exists now
-        pid = conn.exec_driver_sql("SELECT pg_backend_pid()").scalar()
+        session = conn.exec_driver_sql(own_id).scalar()
         with db.engine.connect() as killer:
-            killer.execute(sa.text("SELECT pg_terminate_backend(:p)"), {"p": pid})
+            killer.execute(sa.text(kill), {"p": session})
         try:
             store.get_by_uuid(conn, child.uuid)
         except sa.exc.DBAPIError as exc:
@@ -298,3 +304,32 @@ def test_a_claim_on_the_driver_keeps_its_checks(db):
     with db.read() as conn:
         rows = conn.execute(sa.select(allocations.c.consumer_id, allocations.c.used)).all()
     assert sorted(rows) == [(consumer, 28)]
+
+
+def test_a_claim_on_more_providers_than_are_bound_one_by_one(db):
+    """Past ``direct.LISTED_UP_TO`` providers, consumers or rows, lists
+    expand through SQLAlchemy: the same claim, move and deletion."""
+    from allotment.service import allocations as allocation_service
+
+    count = direct.LISTED_UP_TO + 1
+    providers = []
+    for _ in range(count):
+        _root, child = _tree(db)
+        providers.append(child)
+    with db.read() as conn:
+        before = [store.get_by_id(conn, rp.id).generation for rp in providers]
+    consumers = [_uuid() for _ in range(count)]
+    for consumer in consumers:
+        _claim(db, consumer, {rp.uuid: {"VCPU": 1} for rp in providers})
+    allocation_service.replace_many(db, [
+        allocation_service.ConsumerAllocations(
+            ConsumerRequest(consumer, "project", "user", generation=1,
+                            check_generation=True), {})
+        for consumer in consumers[1:]], attempts=1)
+    allocation_service.delete_for_consumer(db, consumers[0])
+    with db.read() as conn:
+        left = conn.execute(sa.select(sa.func.count()).select_from(allocations)).scalar()
+        generations = [store.get_by_id(conn, rp.id).generation for rp in providers]
+    assert left == 0
+    # A claim per consumer, and the move that emptied them.
+    assert generations == [generation + count + 1 for generation in before]
