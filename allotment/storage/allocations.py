@@ -163,10 +163,9 @@ _LIMITS_ARRAYS = _LIMITS_OF.where(
                                                             type_=sa.ARRAY(sa.Integer))))
 
 
-
 @functools.cache
 def _limits_listed(pids: int, cids: int) -> sa.Select:
-    """Elsewhere, one statement per number of providers and of classes."""
+    """Off PostgreSQL: one statement per number of providers and of classes."""
     return _LIMITS_OF.where(direct.in_(inventories.c.resource_provider_id, "p", pids),
                             direct.in_(inventories.c.resource_class_id, "c", cids))
 
@@ -270,8 +269,8 @@ def insert(conn: Connection, consumer_uuid: str,
 
 @functools.cache
 def _insert_listed(count: int) -> sa.Insert:
-    """Elsewhere, one multi-row INSERT per number of rows, each value bound
-    as a parameter of its own (``p_k``, ``c_k``, ``u_k``)."""
+    """Off PostgreSQL: one multi-row INSERT per number of rows, each value
+    bound as a parameter of its own (``p_k``, ``c_k``, ``u_k``)."""
     consumer = sa.bindparam("consumer", type_=TABLE.c.consumer_id.type)
     now = sa.bindparam("now", type_=TABLE.c.created_at.type)
     return sa.insert(TABLE).values([

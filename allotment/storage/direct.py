@@ -53,13 +53,11 @@ class Rows:
     """What the callers of a direct statement read from its result: the
     subset of SQLAlchemy's ``Result`` they use, over rows already fetched."""
 
-    __slots__ = ("_rows", "lastrowid", "rowcount")
+    __slots__ = ("_rows", "rowcount")
 
-    def __init__(self, rows: list, rowcount: int, lastrowid: int | None = None) -> None:
+    def __init__(self, rows: list, rowcount: int) -> None:
         self._rows = rows
         self.rowcount = rowcount
-        # The id the row inserted got (SQLite, MySQL), as the driver says.
-        self.lastrowid = lastrowid
 
     def __iter__(self) -> Iterator:
         return iter(self._rows)
@@ -242,7 +240,7 @@ def execute(conn: Connection, statement: sa.Executable,
         rows = plan.rows(cursor)
     except conn.dialect.loaded_dbapi.Error as exc:
         _raise_as_sqlalchemy(conn, exc, plan.sql, bound, cursor)
-    return Rows(rows, cursor.rowcount, getattr(cursor, "lastrowid", None))
+    return Rows(rows, cursor.rowcount)
 
 
 def _plans(conn: Connection) -> dict[tuple, _Plan | None]:
