@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import threading
 import uuid as uuidlib
 from collections.abc import Iterator
 
@@ -333,3 +334,41 @@ def test_a_claim_on_more_providers_than_are_bound_one_by_one(db):
     assert left == 0
     # A claim per consumer, and the move that emptied them.
     assert generations == [generation + count + 1 for generation in before]
+
+
+def test_a_deadlock_under_direct_statements_is_an_aborted_transaction(db):
+    """Two writers locking two providers in opposite orders on the driver:
+    the server aborts one, which is told as a transaction to run again
+    (storage/retry.py), as it is through SQLAlchemy; the other commits."""
+    if db.backend == "sqlite":
+        pytest.skip("SQLite's writers are serial")
+    _root, first = _tree(db)
+    _root, second = _tree(db)
+    with db.write() as conn:  # learnt
+        store.lock_by_uuid(conn, first.uuid)
+    both_hold_one = threading.Barrier(2)
+    outcomes: list[object] = []
+
+    def writer(one: str, other: str) -> None:
+        try:
+            with db.write() as conn:
+                store.lock_by_uuid(conn, one)
+                both_hold_one.wait(timeout=30)
+                store.lock_by_uuid(conn, other)
+            outcomes.append("committed")
+        except Exception as exc:
+            outcomes.append(exc)
+
+    with _through_sqlalchemy(db) as seen:
+        threads = [threading.Thread(target=writer, args=pair)
+                   for pair in ((first.uuid, second.uuid), (second.uuid, first.uuid))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+    assert seen == [], seen
+    assert outcomes.count("committed") == 1, outcomes
+    aborted = next(o for o in outcomes if o != "committed")
+    assert isinstance(aborted, errors.TransactionAborted), aborted
+    assert isinstance(aborted.__cause__, sa.exc.DBAPIError)
+    assert faults.is_transient(aborted.__cause__)
