@@ -153,6 +153,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hosts", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=1000)
     parser.add_argument("--level", choices=("request", "service"), default="request")
+    parser.add_argument("--warm-up", type=int, default=50,
+                        help="rounds run before the timed ones (statements learned)")
     args = parser.parse_args(argv)
     if args.backend != "sqlite" and args.backend not in backends.SERVER_URLS:
         parser.error(f"no server for {args.backend}: set ALLOTMENT_TEST_PG_URL or "
@@ -170,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
             setup.sync_standards(db)
             hosts = make_world(db, args.hosts)
             ops = Request(db, url) if args.level == "request" else Service(db)
-            run(ops, hosts, 50)  # statements learned, caches filled
+            run(ops, hosts, args.warm_up)  # statements learned, caches filled
             spent = run(ops, hosts, args.rounds)
         finally:
             db.dispose()
