@@ -22,6 +22,7 @@ from allotment.auth import authenticate as auth_middleware
 from allotment.auth.policy import Policy
 from allotment.client import WSGIApp
 from allotment.runtime import Runtime
+from allotment.server import profiling
 from allotment.service import setup
 from allotment.storage.db import Database
 from allotment.web import pages as web_pages
@@ -76,6 +77,7 @@ def create_app(conf: cfg.ConfigOpts, *, db: Database | None = None,
     if conf.oslo_middleware.enable_proxy_headers_parsing:
         # Only then does it do anything; it costs a WebOb round trip.
         wsgi = http_proxy_to_wsgi.HTTPProxyToWSGI(wsgi, conf)
+    wsgi = profiling.wrap(wsgi, conf)
     wsgi = middleware.AskAhead(wsgi, db.probe.ask, db.probe.settle)
     # /healthcheck needs no credentials; [allotment] metrics_bind's
     # requests reach /metrics without going through authentication.
