@@ -155,10 +155,13 @@ def variables(kind: str, admin_url: str, name: str, user: str, password: str,
 
 
 def custom_conf(workdir: Path) -> dict[str, dict[str, str]]:
-    """node_custom_config/placement.conf: noauth2 as upstream's gabbi files
-    expect, and the log file out of the container's /var/log/kolla."""
+    """node_custom_config/placement.conf: noauth2 and the deprecated policy
+    defaults, as upstream's gabbi files expect (their fixture's
+    configuration; tests/gabbi's default server has the same), and the log
+    file out of the container's /var/log/kolla."""
     return {"DEFAULT": {"log_file": str(workdir / "log" / "placement-api.log")},
-            "api": {"auth_strategy": "noauth2"}}
+            "api": {"auth_strategy": "noauth2"},
+            "oslo_policy": {"enforce_new_defaults": "false"}}
 
 
 def make_workdir(kind: str) -> Path:
