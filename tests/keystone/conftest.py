@@ -43,6 +43,7 @@ class Keystone:
         self.directory = directory
         self.accounts = json.loads((directory / "accounts.json").read_text())
         self.url = self.accounts["url"]
+        self._tokens: dict[tuple[str, str], str] = {}
 
     def project(self, name: str) -> str:
         return self.accounts["projects"][name]
@@ -59,7 +60,15 @@ class Keystone:
             "scope": scope})
 
     def token(self, user: str, scope: dict | None = None) -> str:
-        return self.authenticate(user, scope)[0]
+        """A token of ``user``, issued once per scope for the session
+        (Keystone's tokens live an hour)."""
+        key = (user, json.dumps(scope, sort_keys=True))
+        if key not in self._tokens:
+            self._tokens[key] = self.authenticate(user, scope)[0]
+        return self._tokens[key]
+
+    def fresh_token(self, user: str) -> str:
+        return self.authenticate(user)[0]
 
     def _issue(self, auth: dict) -> tuple[str, dict]:
         resp = requests.post(self.url + "/v3/auth/tokens", json={"auth": auth}, timeout=60)
@@ -67,24 +76,31 @@ class Keystone:
         return resp.headers["X-Subject-Token"], resp.json()["token"]
 
     def short_lived_token(self, user: str, seconds: int) -> tuple[str, str]:
-        """A token expiring in ``seconds``: Keystone caps a token made from
-        an application credential at the credential's expiry.  Returns the
-        token and its expiry as Keystone states it."""
+        """A token expiring in about ``seconds``: Keystone caps a token made
+        from an application credential at the credential's expiry.  Returns
+        the token and its expiry as Keystone states it.  On a machine slow
+        enough that the credential expired before its token was issued,
+        asks again with twice the time."""
         owner = self.token(user)
         uid = self.accounts["users"][user]["id"]
-        expires = (datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=seconds))
-        resp = requests.post(
-            f"{self.url}/v3/users/{uid}/application_credentials",
-            headers={"X-Auth-Token": owner}, timeout=60,
-            json={"application_credential": {
-                "name": f"short-{time.monotonic_ns()}",
-                "expires_at": expires.strftime("%Y-%m-%dT%H:%M:%S")}})
-        assert resp.status_code == 201, resp.text
-        cred = resp.json()["application_credential"]
-        token, body = self._issue({"identity": {
-            "methods": ["application_credential"],
-            "application_credential": {"id": cred["id"], "secret": cred["secret"]}}})
-        return token, body["expires_at"]
+        for attempt in range(4):
+            expires = (datetime.datetime.now(datetime.UTC)
+                       + datetime.timedelta(seconds=seconds * 2 ** attempt))
+            resp = requests.post(
+                f"{self.url}/v3/users/{uid}/application_credentials",
+                headers={"X-Auth-Token": owner}, timeout=60,
+                json={"application_credential": {
+                    "name": f"short-{time.monotonic_ns()}",
+                    "expires_at": expires.strftime("%Y-%m-%dT%H:%M:%S")}})
+            assert resp.status_code == 201, resp.text
+            cred = resp.json()["application_credential"]
+            issued = requests.post(self.url + "/v3/auth/tokens", timeout=60, json={"auth": {
+                "identity": {"methods": ["application_credential"], "application_credential": {
+                    "id": cred["id"], "secret": cred["secret"]}}}})
+            if issued.status_code == 201:
+                return issued.headers["X-Subject-Token"], issued.json()["token"]["expires_at"]
+            assert issued.status_code == 401, issued.text
+        raise AssertionError("Keystone issued no token from a fresh application credential")
 
     def revoke(self, token: str) -> None:
         resp = requests.delete(self.url + "/v3/auth/tokens", timeout=60, headers={

@@ -18,6 +18,8 @@ from tests.cmd.test_commands import free_port, wait_until_serving
 from tests.keystone.conftest import placement_conf
 
 BIN = Path(sys.executable).parent
+# One server for the module, on one test worker.
+pytestmark = pytest.mark.xdist_group("keystone-clients")
 
 
 def point_catalog_at(keystone, url: str) -> None:
