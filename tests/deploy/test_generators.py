@@ -26,6 +26,14 @@ auth_strategy = keystone
 [oslo_middleware]
 enable_proxy_headers_parsing = True
 
+[oslo_concurrency]
+lock_path = /var/lib/placement/tmp
+
+[cache]
+backend = oslo_cache.memcache_pool
+enabled = true
+memcache_servers = 192.0.2.10:11211
+
 [oslo_policy]
 policy_file = policy.yaml
 
