@@ -29,6 +29,13 @@ def fresh_url(request, tmp_path) -> str:
     backends.drop_database(request.param, url)
 
 
+@pytest.fixture
+def sqlite_url(tmp_path) -> str:
+    """An empty SQLite database, for what does not depend on the backend
+    (each command run costs a process start: the suite stays short)."""
+    return f"sqlite:///{tmp_path / 'placement.sqlite'}"
+
+
 def write_conf(directory: Path, url: str, extra: str = "") -> Path:
     path = directory / "placement.conf"
     path.write_text(f"[placement_database]\nconnection = {url}\n{extra}")

@@ -84,8 +84,8 @@ def test_db_sync_refuses_a_damaged_schema_and_writes_nothing(fresh_url, tmp_path
     eng.dispose()
 
 
-def test_stamp_writes_a_known_revision_and_refuses_an_unknown_one(fresh_url, tmp_path):
-    conf = write_conf(tmp_path, fresh_url)
+def test_stamp_writes_a_known_revision_and_refuses_an_unknown_one(sqlite_url, tmp_path):
+    conf = write_conf(tmp_path, sqlite_url)
     assert manage(conf, "db", "sync").returncode == 0
     unknown = manage(conf, "db", "stamp", "ffffdeadbeef")
     assert unknown.returncode == 1
@@ -100,8 +100,8 @@ def test_stamp_writes_a_known_revision_and_refuses_an_unknown_one(fresh_url, tmp
     assert manage(conf, "db", "version").stdout == f"{UPSTREAM_HEAD}\n"
 
 
-def test_online_data_migrations_with_nothing_to_do(fresh_url, tmp_path):
-    conf = write_conf(tmp_path, fresh_url)
+def test_online_data_migrations_with_nothing_to_do(sqlite_url, tmp_path):
+    conf = write_conf(tmp_path, sqlite_url)
     assert manage(conf, "db", "sync").returncode == 0
     result = manage(conf, "db", "online_data_migrations")
     assert result.returncode == 0, result.stderr

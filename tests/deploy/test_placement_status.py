@@ -46,8 +46,8 @@ def test_all_succeed_on_an_adopted_database(fresh_url, tmp_path):
     assert "| Result: Success" in table.stdout
 
 
-def test_an_empty_database_fails(fresh_url, tmp_path):
-    code, checks = status(write_conf(tmp_path, fresh_url))
+def test_an_empty_database_fails(sqlite_url, tmp_path):
+    code, checks = status(write_conf(tmp_path, sqlite_url))
     assert code == 2
     result, details = checks["Database Schema"]
     assert result == 2
@@ -87,9 +87,9 @@ def test_a_missing_trigger_fails_naming_it(fresh_url, tmp_path):
     assert status(conf)[0] == 0
 
 
-def test_a_damaged_schema_fails(fresh_url, tmp_path):
-    conf = synced(tmp_path, fresh_url)
-    eng = engine(fresh_url)
+def test_a_damaged_schema_fails(sqlite_url, tmp_path):
+    conf = synced(tmp_path, sqlite_url)
+    eng = engine(sqlite_url)
     migration.hand_back(eng)
     with eng.begin() as conn:
         conn.execute(sa.text("DROP TABLE resource_provider_traits"))
