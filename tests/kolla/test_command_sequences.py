@@ -72,3 +72,17 @@ def test_openstack_ansible_sequence(kolla_deployments):
         done = found.run_commands(step["command"])
         assert done.returncode == 0, f"{step['command']}: {done.output}"
     assert _version(found) == HEAD
+
+
+@pytest.mark.parametrize("kind", ("uwsgi", "apache"))
+def test_kolla_config_validation(kolla_deployments, kind):
+    """kolla's validate-config play: oslo-config-validator with placement's
+    generator file on the rendered placement.conf finds nothing to report
+    (kolla treats exit status 1 as errors found)."""
+    found = kolla_deployments(kind)
+    generator = Path(__file__).resolve().parents[2] / "etc" / "placement" / \
+        "config-generator.conf"
+    done = found.run_commands(["oslo-config-validator", "--config-file", str(generator),
+                               "--input-file", str(found.config_dir / "placement.conf")])
+    assert done.returncode == 0, done.output
+    assert "ERROR" not in done.output, done.output
