@@ -54,10 +54,15 @@ def test_location_names_https_and_the_public_host(kolla_deployments, kind):
                                   "X-Auth-Token": "admin"})
     assert resp.status_code == 201, resp.text
     assert resp.headers["Location"] == f"{found.public_url}/resource_providers/{rp}"
-    # Straight to the WSGI server, without haproxy's header: plain http.
-    direct = requests.get(found.backend_url + f"/resource_providers/{rp}", timeout=30,
-                          headers={"X-Auth-Token": "admin"})
-    assert direct.status_code == 200
+    # Straight to the WSGI server, without haproxy's header: its own
+    # address and plain http, so the https above is haproxy's doing.
+    other = str(uuid.uuid4())
+    direct = requests.post(found.backend_url + "/resource_providers",
+                           json={"name": f"kolla-{other}", "uuid": other}, timeout=30,
+                           headers={"OpenStack-API-Version": "placement 1.0",
+                                    "X-Auth-Token": "admin"})
+    assert direct.status_code == 201, direct.text
+    assert direct.headers["Location"] == f"{found.backend_url}/resource_providers/{other}"
 
 
 @pytest.mark.parametrize("kind", KINDS)
