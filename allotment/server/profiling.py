@@ -9,6 +9,7 @@ is optional; without it the section is ignored.
 from __future__ import annotations
 
 import socket
+from typing import Any
 
 from oslo_config import cfg
 
@@ -23,7 +24,7 @@ def enabled(conf: cfg.ConfigOpts) -> bool:
     return profiler_web is not None and "profiler" in conf and bool(conf.profiler.enabled)
 
 
-def wrap(app, conf: cfg.ConfigOpts):
+def wrap(app: Any, conf: cfg.ConfigOpts) -> Any:
     """``app`` traced as ``[profiler]`` asks, or ``app`` itself."""
     if not enabled(conf):
         return app

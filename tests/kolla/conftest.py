@@ -1,4 +1,6 @@
-"""One kolla deployment per WSGI server, for the whole session."""
+"""One kolla deployment per WSGI server, for the whole session
+(tests/kolla/deployment.py); test_kolla_lane.py reaches Keystone through the
+keystone tests' fixture."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.keystone.conftest import keystone  # noqa: F401
 from tests.kolla import deployment, frontends, kolla
 
 _ROOT = Path(__file__).resolve().parents[2]
