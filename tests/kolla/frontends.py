@@ -21,6 +21,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -90,7 +91,8 @@ def _spawn(name: str, args: list[str], workdir: Path, env: dict[str, str]) -> Pr
     return Process(name, proc, log, out)
 
 
-def wait_until(check, process: Process, what: str, logs: tuple[Path, ...] = ()) -> None:
+def wait_until(check: Callable[[], bool], process: Process, what: str,
+               logs: tuple[Path, ...] = ()) -> None:
     """Poll ``check`` until true; fail with the logs if the process exits or
     the time runs out."""
     deadline = time.monotonic() + STARTUP_SECONDS

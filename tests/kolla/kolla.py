@@ -2,8 +2,9 @@
 
 Test-only, like upstream Placement (tests/harness/upstream.py): installed
 from PyPI into a cache directory the first time the lane asks for them
-(``ALLOTMENT_KOLLA_CACHE``, else ``~/.cache/allotment-test``), with uWSGI
-built in the same venv; a second run installs nothing.  Nothing of them is
+(``ALLOTMENT_KOLLA_CACHE``, else /var/cache/allotment-test as root and
+``~/.cache/allotment-test`` otherwise), with uWSGI built in the same venv;
+a second run installs nothing.  Nothing of them is
 copied into the repository: their templates are rendered at test time by
 their own roles (tests/kolla/render.yml) from the installed package.
 """
