@@ -125,8 +125,11 @@ def crash_all_nodes(lab: Lab, hold: float) -> list[Crash]:
     at = time.time()
     assert spread < 1.0, f"the nodes died {spread:.2f} s apart"
     _hold(hold)
-    lab.galera.recover_all()
-    return [Crash(at, before, feed_head(lab.truth()))]
+    after: list[int] = []
+    # The feed's last id as recovered, read before haproxy (2 checks 2 s
+    # apart) lets any client write to the bootstrapped node.
+    lab.galera.recover_all(lambda node: after.append(feed_head(lab.truth())))
+    return [Crash(at, before, after[0])]
 
 
 def crash_primary_and_promote(lab: Lab, hold: float) -> list[Crash]:
@@ -137,7 +140,9 @@ def crash_primary_and_promote(lab: Lab, hold: float) -> list[Crash]:
     at = time.time()
     _hold(hold)
     lab.pg.promote()
-    return [Crash(at, before, feed_head(lab.truth()))]
+    crash = Crash(at, before, feed_head(lab.truth()))
+    lab.pg.rebuild_replica()
+    return [crash]
 
 
 def crash_api_worker(lab: Lab, hold: float) -> list[Crash]:

@@ -12,6 +12,7 @@ import re
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +26,7 @@ CHECK_PORT = 4569
 POSITION = re.compile(r"--wsrep[-_]start[-_]position=([0-9a-f-]+):(-?\d+)")
 
 
-@dataclass
+@dataclass(eq=False)
 class Node:
     number: int
     host: Host
@@ -218,9 +219,11 @@ wsrep-provider-options = "gmcast.listen_addr=tcp://{a}:4567;ist.recv_addr={a}:45
         self._launch(node, f"--wsrep-start-position={uuid}:{seqno}")
         self.wait_synced(node)
 
-    def recover_all(self) -> dict[int, int]:
+    def recover_all(self, bootstrapped: Callable[[Node], None] | None = None
+                    ) -> dict[int, int]:
         """After every node died: the operator's procedure.  Returns each
-        node's recovered seqno."""
+        node's recovered seqno.  ``bootstrapped(node)`` is called once the
+        first node is Synced, before the others start."""
         with ThreadPoolExecutor(len(self.nodes)) as pool:
             positions = dict(zip(self.nodes, pool.map(self.recovered_position, self.nodes),
                                  strict=True))
@@ -231,6 +234,8 @@ wsrep-provider-options = "gmcast.listen_addr=tcp://{a}:4567;ist.recv_addr={a}:45
         uuid, seqno = positions[first]
         self._launch(first, "--wsrep-new-cluster", f"--wsrep-start-position={uuid}:{seqno}")
         self.wait_synced(first)
+        if bootstrapped is not None:
+            bootstrapped(first)
         for node in self.nodes:
             if node is not first:
                 uuid, seqno = positions[node]

@@ -146,3 +146,15 @@ class PostgresPair:
         self._as_postgres(self.replica.host, str(_bin() / "pg_ctl"), "-D",
                           str(self.replica.directory), "-w", "promote")
         self.promoted = True
+
+    def rebuild_replica(self) -> None:
+        """After a promotion: the dead primary's host made the new replica
+        (its data thrown away, copied afresh from the new primary), so the
+        pair can fail over again."""
+        old, new = self.primary, self.replica
+        self._as_postgres(old.host, "rm", "-rf", str(old.directory))
+        self._as_postgres(old.host, str(_bin() / "pg_basebackup"), "-h", new.host.address,
+                          "-p", str(PORT), "-U", "postgres", "-D", str(old.directory),
+                          "-R", "-X", "stream")
+        self._start(old)
+        self.primary, self.replica, self.promoted = new, old, False
