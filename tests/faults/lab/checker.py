@@ -109,6 +109,13 @@ def worker_view(url: str, session: requests.Session | None = None) -> View:
     return View(providers, usage, capacity, candidates)
 
 
+def _view_or_error(url: str) -> View | str:
+    try:
+        return worker_view(url)
+    except (requests.RequestException, ValueError) as exc:
+        return f"no view: {exc}"
+
+
 def differences(view: View, truth: Truth) -> list[str]:
     out = []
     if view.providers != truth.providers:
@@ -146,8 +153,9 @@ def converge(ask_all: Callable[[Callable[[str], View]], dict[str, View]],
     started = time.monotonic()
     first: dict[str, list[str]] | None = None
     while True:
-        views = ask_all(worker_view)
-        diffs = {w: differences(v, truth) for w, v in views.items()}
+        views = ask_all(_view_or_error)
+        diffs = {w: [v] if isinstance(v, str) else differences(v, truth)
+                 for w, v in views.items()}
         if first is None:
             first = {w: d for w, d in diffs.items() if d}
         if not any(diffs.values()):

@@ -101,7 +101,7 @@ def classify(resp: requests.Response, answers: Answers, what: str) -> str:
 class Clients:
     """``count`` client threads in ``netns`` against ``url`` until :meth:`stop`."""
 
-    WEIGHTS = {"claim": 5, "move": 2, "delete": 2, "inventory": 1, "host": 1, "read": 2}
+    WEIGHTS = {"claim": 5, "move": 2, "delete": 3, "inventory": 1, "host": 1, "read": 2}
 
     def __init__(self, netns: str, url: str, providers: list[str], capacity: int, *,
                  log: Path, seed: int = 0) -> None:

@@ -13,6 +13,10 @@ from tests.faults.lab.lab import Lab
 from tests.faults.lab.net import Skipped, call_in
 
 
+# Room for a few seconds of claims before providers fill up.
+PROVIDERS, CAPACITY = 6, 20
+
+
 @dataclass
 class Result:
     fault: str
@@ -78,8 +82,9 @@ def run_fault(lab: Lab, fault: Fault, *, lead: float = 2.0, hold: float = 5.0,
               after: float = 3.0, clients: int = 4, seed: int = 0) -> Result:
     backend = lab.settings.backend
     result = Result(fault.name, fault.cls, backend)
-    providers = make_providers(lab.client.netns, lab.api_url, 4, 6, tag=fault.name)
-    load = Clients(lab.client.netns, lab.api_url, providers, 6,
+    providers = make_providers(lab.client.netns, lab.api_url, PROVIDERS, CAPACITY,
+                               tag=fault.name)
+    load = Clients(lab.client.netns, lab.api_url, providers, CAPACITY,
                    log=lab.directory / f"history-{fault.name}.jsonl", seed=seed)
     load.start(clients)
     try:
