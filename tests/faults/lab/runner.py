@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 from tests.faults.lab import checker
 from tests.faults.lab.faults import Fault
 from tests.faults.lab.history import Answers, Clients, make_providers
 from tests.faults.lab.lab import Lab
-from tests.faults.lab.net import Skipped, call_in
-
+from tests.faults.lab.net import Skipped
 
 # Room for a few seconds of claims before providers fill up.
 PROVIDERS, CAPACITY = 6, 20
@@ -130,4 +129,4 @@ def save(results: list[Result], path) -> None:
                                   if r.verdict else []}, default=str) + "\n")
 
 
-__all__ = ["Result", "asdict", "call_in", "run_all", "run_fault", "save"]
+
