@@ -114,6 +114,7 @@ class Clients:
         self.lock = threading.Lock()
         self.stopping = threading.Event()
         self.threads: list[threading.Thread] = []
+        self.last = threading.local()  # each client's last outcome
         self.seed = seed
         self.log = log.open("a")
 
@@ -148,6 +149,9 @@ class Clients:
                 with self.lock:
                     self.answers.bad.append(f"client {number}: {kind}: {exc!r}")
                 return
+            if getattr(self.last, "unknown", False):
+                # As a client told to retry would: not at once, in a loop.
+                time.sleep(0.05)
 
     def _send(self, session: requests.Session, op: Op | None, method: str, path: str,
               version: str = "1.36", **kw) -> tuple[str, requests.Response | None]:
@@ -163,6 +167,7 @@ class Clients:
         else:
             with self.lock:
                 outcome = classify(resp, self.answers, f"{method} {path}")
+        self.last.unknown = outcome == "unknown"
         if op is not None:
             op.end = time.time()
             op.status = None if resp is None else resp.status_code

@@ -30,7 +30,7 @@ RESULTS: list[Result] = []
 
 
 def _run(lab, name: str) -> None:
-    result = run_fault(lab, BY_NAME[name], hold=5.0)
+    result = run_fault(lab, BY_NAME[name], hold=4.0)
     RESULTS.append(result)
     print(result.row())
     if result.skipped:

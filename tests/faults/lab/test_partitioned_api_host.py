@@ -24,7 +24,7 @@ from tests.faults.lab.history import PROJECT, USER, headers, make_providers
 
 pytestmark = [pytest.mark.xdist_group("faultlab"), pytest.mark.slow]
 CONNECT_TIMEOUT, STATEMENT_TIMEOUT = 2, 5  # as api.CONF sets them
-PARTITION = 20.0
+PARTITION = 12.0
 
 
 @pytest.mark.xfail(strict=True, reason="no client-side bound on a statement's wait: "
