@@ -37,6 +37,7 @@ class Metrics:
     retries: Counter
     db_unavailable: Counter
     feed_gaps: Counter
+    feed_went_back: Counter
     reloads: Counter
     kept_hits: Counter
     registry: CollectorRegistry
@@ -90,6 +91,13 @@ def metrics() -> Metrics:
                 feed_gaps=Counter(
                     "allotment_feed_gaps",
                     "Change-feed ids found skipped (committed out of order, or rolled back).",
+                    registry=registry),
+                feed_went_back=Counter(
+                    "allotment_feed_went_back",
+                    "Times the database was found to no longer hold the change-feed row "
+                    "a process's world stood on (it went back in time: a crash under "
+                    "relaxed durability, a cluster bootstrap, a failover); each is "
+                    "followed by a whole read of the world.",
                     registry=registry),
                 reloads=Counter(
                     "allotment_world_reloads",

@@ -30,7 +30,7 @@ from allotment.engine import (
     AllocationCandidatesRequest,
     Inventory,
     ProviderRecord,
-    RequestGroup,
+    SearchGroup,
     Snapshot,
     find_candidates,
 )
@@ -135,19 +135,19 @@ def split_usage(records: list[ProviderRecord]) -> tuple[list[ProviderRecord],
     return static, used
 
 
-def req(*groups: RequestGroup, **kwargs) -> AllocationCandidatesRequest:
+def req(*groups: SearchGroup, **kwargs) -> AllocationCandidatesRequest:
     return AllocationCandidatesRequest.for_microversion((1, 39), groups=groups, **kwargs)
 
 
-def g(suffix: str = "", **resources: int) -> RequestGroup:
-    return RequestGroup(suffix=suffix, resources=resources)
+def g(suffix: str = "", **resources: int) -> SearchGroup:
+    return SearchGroup(suffix=suffix, resources=resources)
 
 
 SCENARIOS: list[tuple[str, Callable, AllocationCandidatesRequest, list]] = [
     ("flat: VCPU,MEM,DISK", flat_world,
      req(g(VCPU=2, MEMORY_MB=4096, DISK_GB=20)), [1000, None]),
     ("flat: + required AVX2", flat_world,
-     req(RequestGroup(resources={"VCPU": 2, "MEMORY_MB": 4096, "DISK_GB": 20},
+     req(SearchGroup(resources={"VCPU": 2, "MEMORY_MB": 4096, "DISK_GB": 20},
                       required_traits=(frozenset({"HW_CPU_X86_AVX2"}),))), [1000, None]),
     ("nested: unsuffixed VCPU,MEM,DISK", nested_world,
      req(g(VCPU=2, MEMORY_MB=4096, DISK_GB=20)), [1000, None]),

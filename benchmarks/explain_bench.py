@@ -23,13 +23,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from engine_bench import flat_world, g, nested_world, prepare, req
 
-from allotment.engine import RequestGroup
+from allotment.engine import SearchGroup
 from allotment.engine import extensions as ext
 from allotment.engine.explain import explain
 
 SCENARIOS = [
     ("flat: VCPU,MEM,DISK + AVX2", flat_world,
-     req(RequestGroup(resources={"VCPU": 2, "MEMORY_MB": 4096, "DISK_GB": 20},
+     req(SearchGroup(resources={"VCPU": 2, "MEMORY_MB": 4096, "DISK_GB": 20},
                       required_traits=(frozenset({"HW_CPU_X86_AVX2"}),)))),
     ("flat: too much VCPU everywhere", flat_world, req(g(VCPU=300))),
     ("nested: NUMA-affine VCPU+VGPU+VF", nested_world,
@@ -62,7 +62,7 @@ def main() -> None:
                 snaps.clear()
                 snaps[make] = prepare(make, hosts)
             snap = snaps[make]
-            query = median_ms(lambda s=snap, r=request: list(ext.find_candidates(s, r)),
+            query = median_ms(lambda s=snap, r=request: list(ext.find_extended_candidates(s, r)),
                               args.repeat)
             default = median_ms(lambda s=snap, r=request: explain(s, r, tree_limit=50),
                                 args.repeat)

@@ -79,8 +79,9 @@ def _summary_body(s: service.ProviderSummary, requested: frozenset[str] | None,
     return body
 
 
-def _summaries(found: service.CandidatesResult,
-               request: AllocationCandidatesRequest, want: tuple[int, int]) -> dict:
+def _encoded_summaries(found: service.CandidatesResult,
+                       request: AllocationCandidatesRequest,
+                       want: tuple[int, int]) -> dict:
     """Encoded summaries by provider.  Each is kept, by (provider, what the
     microversion shows), with the summary revision it was made at: a
     provider's summary is the same from one request to the next until it
@@ -204,7 +205,7 @@ class AllocationCandidates(Resource):
         body = {
             "allocation_requests": [_encoded_request(c, want, encoded)
                                     for c in found.candidates],
-            "provider_summaries": _summaries(found, request, want),
+            "provider_summaries": _encoded_summaries(found, request, want),
         }
         if found.explanation is not None:
             body["explanation"] = found.explanation.as_dict()

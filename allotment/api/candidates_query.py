@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from allotment import errors
 from allotment.api import filters
 from allotment.api.schema import first_error
-from allotment.engine.request import AllocationCandidatesRequest, RequestGroup
+from allotment.engine.request import AllocationCandidatesRequest, SearchGroup
 
 _NUMERIC_SUFFIX = r"[1-9][0-9]*"
 _STRING_SUFFIX = r"[a-zA-Z0-9_-]{1,64}"
@@ -269,7 +269,7 @@ def parse_allocation_candidates_query(
     return AllocationCandidatesRequest.for_microversion(
         version,
         groups=tuple(
-            RequestGroup(
+            SearchGroup(
                 suffix=suffix, resources=g.resources,
                 required_traits=tuple(g.required),
                 forbidden_traits=frozenset(g.forbidden),

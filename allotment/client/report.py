@@ -285,8 +285,3 @@ def host_list(client: PlacementClient, name_contains: str = "", *,
         if h.sharing:
             _add(total, h.usage)
     return HostList(chosen, total, by_aggregate, requests)
-
-
-def host_summaries(client: PlacementClient, name_contains: str = "") -> list[HostSummary]:
-    """Every tree whose root name contains ``name_contains`` (any case)."""
-    return host_list(client, name_contains).hosts

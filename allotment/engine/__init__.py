@@ -7,7 +7,7 @@ the query into an :class:`AllocationCandidatesRequest`, and
 
 from allotment.engine.request import (
     AllocationCandidatesRequest,
-    RequestGroup,
+    SearchGroup,
 )
 from allotment.engine.search import (
     Candidate,
@@ -27,7 +27,7 @@ __all__ = [
     "Candidate",
     "Inventory",
     "ProviderRecord",
-    "RequestGroup",
+    "SearchGroup",
     "Snapshot",
     "find_candidates",
     "provider_summary_uuids",

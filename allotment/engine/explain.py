@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from allotment.engine import extensions
 from allotment.engine import plan as plan_mod
 from allotment.engine.extensions import ExtendedRequest
-from allotment.engine.request import AllocationCandidatesRequest, RequestGroup
+from allotment.engine.request import AllocationCandidatesRequest, SearchGroup
 from allotment.engine.snapshot import CAPACITY, MAX_UNIT, MIN_UNIT, STEP_SIZE, Snapshot
 
 _NO_USAGE: Mapping[str, int] = {}
@@ -261,7 +261,7 @@ def _unit_and_capacity(snap: Snapshot, found: list[int], suffix: str,
                    most_free)
 
 
-def _check_filters(snap: Snapshot, g: plan_mod.Group, group: RequestGroup,
+def _check_filters(snap: Snapshot, g: plan_mod.Group, group: SearchGroup,
                    found: list[int], member_test) -> list[int]:
     s = group.suffix
     for any_of in group.member_of:
@@ -283,14 +283,14 @@ def _check_filters(snap: Snapshot, g: plan_mod.Group, group: RequestGroup,
     return found
 
 
-def _check_suffixed(snap: Snapshot, g: plan_mod.Group, group: RequestGroup, r: int) -> None:
+def _check_suffixed(snap: Snapshot, g: plan_mod.Group, group: SearchGroup, r: int) -> None:
     s = group.suffix
     if g.never_matches() and g.resourceless:
         raise _Found("unmatchable", s)
     _check_suffixed_on(snap, g, group, _sources(snap, r))
 
 
-def _check_suffixed_on(snap: Snapshot, g: plan_mod.Group, group: RequestGroup,
+def _check_suffixed_on(snap: Snapshot, g: plan_mod.Group, group: SearchGroup,
                        found: list[int]) -> None:
     s = group.suffix
     for rc in sorted(group.resources):
@@ -304,7 +304,7 @@ def _check_suffixed_on(snap: Snapshot, g: plan_mod.Group, group: RequestGroup,
         found = _unit_and_capacity(snap, found, s, rc, amount)
 
 
-def _check_unsuffixed(snap: Snapshot, g: plan_mod.Group, group: RequestGroup, r: int,
+def _check_unsuffixed(snap: Snapshot, g: plan_mod.Group, group: SearchGroup, r: int,
                       can_split: frozenset[str] = frozenset()) -> None:
     pinned = g.tree_root is not None
     if r in g.banned:

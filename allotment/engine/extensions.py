@@ -188,7 +188,7 @@ def anchor_results(plan: _ExtPlan, r: int,
         yield from plan.split.results(r, anchor_results(plan.split.reduced, r, rng))
 
 
-def find_candidates(
+def find_extended_candidates(
     snapshot: Snapshot,
     request: AllocationCandidatesRequest | ExtendedRequest,
     *,

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from allotment.engine.records import fits
-from allotment.engine.request import AllocationCandidatesRequest, RequestGroup
+from allotment.engine.request import AllocationCandidatesRequest, SearchGroup
 from allotment.engine.snapshot import Snapshot
 
 NO_USAGE: Mapping[str, int] = {}
@@ -66,7 +66,7 @@ class Group:
         "tree_root",
     )
 
-    def __init__(self, snapshot: Snapshot, group: RequestGroup) -> None:
+    def __init__(self, snapshot: Snapshot, group: SearchGroup) -> None:
         self.suffix = group.suffix
         self.resources = tuple(sorted(group.resources.items()))
         self.required = group.required_traits

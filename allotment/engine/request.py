@@ -21,8 +21,10 @@ NESTED_AWARE_VERSION = (1, 29)
 
 
 @dataclass(frozen=True)
-class RequestGroup:
-    """One request group: ``resources[$S]``, ``required[$S]``, ...
+class SearchGroup:
+    """One request group as the search takes it: ``resources[$S]``,
+    ``required[$S]``, ... (the client's ``RequestGroup`` is what a caller
+    builds; this is what the API parsed it into).
 
     The unsuffixed group (``suffix == ""``) may be spread over the providers
     of one tree plus sharing providers serving that tree; a suffixed group must
@@ -56,10 +58,6 @@ class RequestGroup:
                 raise ValueError(f"amount of {rc} must be a positive integer")
 
     @property
-    def use_same_provider(self) -> bool:
-        return bool(self.suffix)
-
-    @property
     def resourceless(self) -> bool:
         return not self.resources
 
@@ -68,7 +66,7 @@ class RequestGroup:
 class AllocationCandidatesRequest:
     """Request groups plus the parameters that apply to the request as a whole."""
 
-    groups: tuple[RequestGroup, ...]
+    groups: tuple[SearchGroup, ...]
     group_policy: str | None = None
     # Each entry is one ``same_subtree`` parameter: a set of group suffixes.
     same_subtrees: tuple[frozenset[str], ...] = ()
@@ -111,7 +109,7 @@ class AllocationCandidatesRequest:
             **kwargs,  # type: ignore[arg-type]
         )
 
-    def group(self, suffix: str) -> RequestGroup | None:
+    def group(self, suffix: str) -> SearchGroup | None:
         for g in self.groups:
             if g.suffix == suffix:
                 return g

@@ -35,7 +35,7 @@ from collections.abc import Iterator
 
 from allotment.engine import plan as plan_mod
 from allotment.engine import search, unsuffixed
-from allotment.engine.request import AllocationCandidatesRequest, RequestGroup
+from allotment.engine.request import AllocationCandidatesRequest, SearchGroup
 from allotment.engine.snapshot import CAPACITY, MAX_UNIT, MIN_UNIT, STEP_SIZE, Snapshot
 
 _NO_USAGE: dict[str, int] = {}
@@ -162,7 +162,7 @@ def _unpack(snap: Snapshot, cand: search.Candidate) -> tuple[dict, list]:
 
 
 def reduced_groups(request: AllocationCandidatesRequest,
-                   can_split: frozenset[str]) -> tuple[RequestGroup, ...]:
+                   can_split: frozenset[str]) -> tuple[SearchGroup, ...]:
     """The request's groups without the split classes and the unsuffixed
     group's required traits (checked after the split instead)."""
     out = []

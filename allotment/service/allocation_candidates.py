@@ -20,7 +20,7 @@ from allotment.engine.extensions import ExtendedRequest
 from allotment.engine.live import LiveSnapshot
 from allotment.engine.packed import Packed
 from allotment.engine.plan import Group
-from allotment.engine.request import AllocationCandidatesRequest, RequestGroup
+from allotment.engine.request import AllocationCandidatesRequest, SearchGroup
 from allotment.service import candidate_rounds
 from allotment.world.cache import Cache
 from allotment.world.model import World
@@ -104,7 +104,7 @@ def _check_root_traits(snap: LiveSnapshot, request: AllocationCandidatesRequest,
         raise _NoCandidates
 
 
-def _check_group(snap: LiveSnapshot, group: RequestGroup,
+def _check_group(snap: LiveSnapshot, group: SearchGroup,
                  classes: set[str], traits: set[str],
                  can_split: frozenset[str] = frozenset()) -> None:
     for rc in group.resources:
@@ -142,7 +142,7 @@ def _check_group(snap: LiveSnapshot, group: RequestGroup,
 
 
 def _alone_matches_nothing(snap: LiveSnapshot, request: AllocationCandidatesRequest,
-                           group: RequestGroup) -> bool:
+                           group: SearchGroup) -> bool:
     """Whether ``group``, searched on its own (as Placement searches each
     group before combining them), has no candidate."""
     if group.resourceless:
@@ -215,7 +215,7 @@ def find(
                                       for m in members),
                 rng=(rng or random.Random()) if randomize else None))
         hits = snap.kept_hits()
-        candidates = list(extensions.find_candidates(
+        candidates = list(extensions.find_extended_candidates(
             snap, ext, max_candidates=max_candidates, strategy=strategy,
             randomize=randomize, rng=rng, packed=packed))
         if snap.kept_hits() > hits:
@@ -232,7 +232,7 @@ def find(
             snap, candidates, nested_aware=request.nested_aware)
         if used is not None and _cut_in_nested_world(snap, request, candidates):
             used = _limited_summary_uuids(snap, ext, used, max_candidates, strategy)
-        summaries, by_tree = _summaries(world, used, trees)
+        summaries, by_tree = _kept_summaries(world, used, trees)
         return CandidatesResult(candidates, summaries, explanation, by_tree, world.cache)
 
 
@@ -254,14 +254,14 @@ def _limited_summary_uuids(snap: LiveSnapshot, ext: ExtendedRequest, used: list[
     roots = {root[index[u]] for u in used}
     whole = dataclasses.replace(ext, base=dataclasses.replace(ext.base, limit=None))
     every: set[str] = set()
-    for cand in extensions.find_candidates(snap, whole, max_candidates=max_candidates,
+    for cand in extensions.find_extended_candidates(snap, whole, max_candidates=max_candidates,
                                            strategy=strategy):
         every.update(cand.allocations)
     return sorted(u for u in every if root[index[u]] in roots)
 
 
-def _summaries(world: World, used: list[str] | None,
-               trees: list[tuple[int, ...]] | None,
+def _kept_summaries(world: World, used: list[str] | None,
+                   trees: list[tuple[int, ...]] | None,
                ) -> tuple[list[ProviderSummary], list[tuple[ProviderSummary, ...]] | None]:
     """The summaries of the providers ``used``, or of the ``trees`` (then
     also tree by tree).  Each summary is kept until its provider changes,

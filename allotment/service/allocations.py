@@ -24,7 +24,7 @@ from typing import TypeVar
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Row
 
-from allotment import errors, telemetry
+from allotment import errors
 from allotment.service import consumers as consumer_service
 from allotment.service.consumers import ConsumerRequest
 from allotment.storage import allocations as store
@@ -54,7 +54,7 @@ class ConsumerAllocations:
     allocations: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
 
-class UnknownResourceClass(Exception):
+class AllocationOfUnknownClass(Exception):
     """A resource class named by the request does not exist."""
 
 
@@ -68,32 +68,25 @@ class RetryWrite(Exception):
 
 def run_write(db: Database, work: Callable[[Connection], T], *, attempts: int,
               conflict: str = WRITE_CONFLICT + PROVIDER_CONFLICT) -> T:
-    """Run ``work`` in a write transaction, again on a lost race.
+    """Run ``work`` in a write transaction, again on a lost race (a
+    generation that moved, a racing insert of the same consumer, project,
+    user or type) or a transaction the database aborted.
 
     :raises errors.ConcurrentUpdate: with ``conflict`` as its detail, when
         still losing after ``attempts`` tries.
     """
-    attempts = max(1, attempts)
-    for attempt in range(1, attempts + 1):
-        try:
-            with db.write() as conn:
-                return work(conn)
-        except RetryWrite:
-            reason = "generation conflict"
-        except errors.TransactionAborted as exc:
-            reason = type(exc.__cause__).__name__
-            # Two writers that keep aborting each other part.
-            retry.pause(attempt)
-        except sa.exc.IntegrityError:
-            # Two writers creating the same consumer (or project, user,
-            # type): the loser retries and finds the winner's row.
-            reason = "IntegrityError"
-        LOG.debug("Retrying allocation write (attempt %d of %d) after %s",
-                  attempt, attempts, reason)
-        if attempt < attempts:
-            telemetry.metrics().retries.inc()
-    LOG.warning("Exceeded retry limit of %d on allocations write", attempts)
-    raise errors.ConcurrentUpdate(conflict)
+    def transaction() -> T:
+        with db.write() as conn:
+            return work(conn)
+
+    return retry.run(transaction, retry.Policy(
+        attempts=attempts,
+        # The loser of two writers creating the same row retries and finds
+        # the winner's.
+        lost_races=(RetryWrite, sa.exc.IntegrityError),
+        after_lock_wait=True,
+        gave_up=lambda: errors.ConcurrentUpdate(conflict),
+        counted_as="allocation write"))
 
 
 @dataclass
@@ -114,7 +107,7 @@ def write(conn: Connection, batch: Sequence[ConsumerAllocations]) -> None:
 
     :raises errors.ConcurrentUpdate: a consumer generation does not match.
     :raises errors.BadRequest: a provider does not exist.
-    :raises UnknownResourceClass, InvalidAllocation: see their names.
+    :raises AllocationOfUnknownClass, InvalidAllocation: see their names.
     :raises RetryWrite: a generation moved under us.
     """
     uuids = [item.consumer.uuid for item in batch]
@@ -133,8 +126,9 @@ def write(conn: Connection, batch: Sequence[ConsumerAllocations]) -> None:
     by_uuid = {row.uuid: row for row in by_id.values()}
 
     # A consumer created here is at generation 1 once this commits.
-    states = [consumer_service.ensure(conn, item.consumer, existing.get(item.consumer.uuid),
-                                      created_generation=1 if item.allocations else 0)
+    states = [consumer_service.check_and_write_consumer(
+                  conn, item.consumer, existing.get(item.consumer.uuid),
+                  created_generation=1 if item.allocations else 0)
               for item in batch]
 
     for item in batch:
@@ -148,7 +142,7 @@ def write(conn: Connection, batch: Sequence[ConsumerAllocations]) -> None:
     class_ids = resource_classes.ids_for(conn, names)
     for name in names:
         if name not in class_ids:
-            raise UnknownResourceClass(f"No such resource class {name}.")
+            raise AllocationOfUnknownClass(f"No such resource class {name}.")
 
     allocs: list[_Alloc] = []
     old_by_consumer: dict[str, list[Row]] = defaultdict(list)
@@ -254,13 +248,12 @@ def _translate(run: Callable[[], T], not_found: str) -> T:
     """Word failures as upstream's allocation handlers do."""
     try:
         return run()
-    except UnknownResourceClass as exc:
+    except AllocationOfUnknownClass as exc:
         raise errors.BadRequest(f"{not_found}{exc}") from None
     except InvalidAllocation as exc:
         raise errors.Conflict(f"Unable to allocate inventory: {exc}") from None
 
 
-@retry.retried
 def replace_for_consumer(db: Database, item: ConsumerAllocations, *, attempts: int) -> None:
     """PUT /allocations/{consumer_uuid}: the consumer's whole allocation."""
     _translate(
@@ -268,7 +261,6 @@ def replace_for_consumer(db: Database, item: ConsumerAllocations, *, attempts: i
         f"Unable to allocate inventory for consumer {item.consumer.uuid}: ")
 
 
-@retry.retried
 def replace_many(db: Database, batch: Sequence[ConsumerAllocations], *, attempts: int) -> None:
     """POST /allocations: several consumers at once, all or nothing."""
     _translate(

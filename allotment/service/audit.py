@@ -30,7 +30,7 @@ CHECKS = ("over_capacity", "consumers_without_allocations", "allocations_without
 
 @dataclass
 class Report:
-    over_capacity: list[store.OverCapacity] = field(default_factory=list)
+    over_capacity: list[store.UsageOverCapacity] = field(default_factory=list)
     consumers_without_allocations: list[str] = field(default_factory=list)
     allocations_without_owner: list[store.WithoutOwner] = field(default_factory=list)
     bad_roots: list[store.BadRoot] = field(default_factory=list)

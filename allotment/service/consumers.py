@@ -46,8 +46,9 @@ def _conflict(expected: object, got: object) -> errors.ConcurrentUpdate:
         f"consumer generation conflict - expected {expected} but got {got}")
 
 
-def ensure(conn: Connection, request: ConsumerRequest,
-           existing: Row | None, *, created_generation: int = 0) -> ConsumerState:
+def check_and_write_consumer(conn: Connection, request: ConsumerRequest,
+                             existing: Row | None, *,
+                             created_generation: int = 0) -> ConsumerState:
     """Check the caller's view of the consumer, then create or update it.
 
     ``existing`` is the consumer's current row (None when it does not exist).

@@ -55,7 +55,7 @@ def replace_inventories(db: Database, uuid: str, generation: int,
             raise errors.BadRequest(
                 f"Unable to update inventory for resource provider {uuid}: "
                 f"{exc.detail}") from None
-        except store.UnknownResourceClass as exc:
+        except store.InventoryOfUnknownClass as exc:
             raise errors.BadRequest(
                 "Unknown resource class in inventory for resource provider "
                 f"{uuid}: {exc.detail}") from None

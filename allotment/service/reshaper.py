@@ -27,7 +27,7 @@ from sqlalchemy.engine import Connection
 from allotment import errors
 from allotment.service import allocations as allocation_service
 from allotment.service.allocations import ConsumerAllocations
-from allotment.storage import inventories, resource_providers, retry
+from allotment.storage import inventories, resource_providers
 from allotment.storage.db import Database
 
 CONFLICT = ("update conflict: Another thread concurrently updated the data. "
@@ -69,7 +69,7 @@ def _replace_inventory(conn: Connection, provider_uuid: str, records: Mapping) -
     provider = resource_providers.get_by_uuid(conn, provider_uuid)
     try:
         inventories.replace_all(conn, provider, records)
-    except inventories.UnknownResourceClass as exc:
+    except inventories.InventoryOfUnknownClass as exc:
         raise errors.BadRequest(f"malformed reshaper data: {exc.detail}") from None
     except inventories.InvalidCapacity as exc:
         raise errors.Conflict(f"Unable to allocate inventory: {exc.detail}") from None
@@ -93,7 +93,7 @@ def _reshape(conn: Connection, wanted: Sequence[ProviderInventories],
 
     try:
         allocation_service.write(conn, batch)
-    except allocation_service.UnknownResourceClass as exc:
+    except allocation_service.AllocationOfUnknownClass as exc:
         raise errors.BadRequest(f"malformed reshaper data: {exc}") from None
     except allocation_service.InvalidAllocation as exc:
         raise errors.Conflict(f"Unable to allocate inventory: {exc}") from None
@@ -102,7 +102,6 @@ def _reshape(conn: Connection, wanted: Sequence[ProviderInventories],
         _replace_inventory(conn, item.provider_uuid, item.inventories)
 
 
-@retry.retried
 def reshape(db: Database, wanted: Sequence[ProviderInventories],
             batch: Sequence[ConsumerAllocations], *, attempts: int) -> None:
     """Replace inventories and allocations together, all or nothing.

@@ -43,7 +43,7 @@ def create_class(db: Database, name: str) -> Row:
 def ensure_class(db: Database, name: str) -> tuple[Row, bool]:
     """Create the class unless it exists; tells whether it was created."""
     with db.write() as conn:
-        return store.ensure(conn, name)
+        return store.get_or_create_class(conn, name)
 
 
 @retry.retried

@@ -9,12 +9,8 @@ from sqlalchemy.engine import Connection, Row
 
 from allotment import errors
 from allotment.service import provider_listing
-from allotment.storage import inventories as inventory_store
-from allotment.storage import provider_listing as listing
 from allotment.storage import resource_providers as store
 from allotment.storage import retry
-from allotment.storage import traits as trait_store
-from allotment.storage import usages as usage_store
 from allotment.storage.db import Database
 from allotment.world.sync import Replica
 
@@ -62,13 +58,6 @@ def get_usages(replica: Replica, uuid: str) -> tuple[int, dict[str, int]]:
     if found is None:
         raise ProviderNotFound(uuid)
     return found
-
-
-def get_usages_from_database(db: Database, uuid: str) -> tuple[int, dict[str, int]]:
-    """The same, read from the tables (kept to check the world against)."""
-    with db.read() as conn:
-        row = require(conn, uuid)
-        return row.generation, usage_store.for_provider(conn, row.id)
 
 
 def _duplicate(uuid: str | None, name: str | None) -> errors.Conflict:
@@ -203,60 +192,6 @@ class ProviderFilters:
     resources: dict[str, int] = field(default_factory=dict)
 
 
-def _trait_ids(conn: Connection, names: list[str]) -> dict[str, int]:
-    known = trait_store.ids_for(conn, names)
-    for name in names:
-        if name not in known:
-            raise errors.BadRequest(
-                f'Invalid trait(s) in "required" parameter: No such trait(s): {name}.')
-    return known
-
-
 def list_providers(replica: Replica, filters: ProviderFilters) -> list:
     """Providers matching every filter (see service.provider_listing)."""
     return provider_listing.list_providers(replica, filters)
-
-
-def list_providers_from_database(db: Database, filters: ProviderFilters) -> list[Row]:
-    """Providers matching every filter, read from the database.
-
-    What :func:`list_providers` answers from the in-memory world, worked
-    out in SQL; tests compare the two.
-
-    Checks run in upstream's order, so a filter that already rules everything
-    out (an unknown in_tree provider, traits nobody has) answers an empty list
-    before later filters are examined.
-    """
-    with db.read() as conn:
-        root_id = None
-        if filters.in_tree is not None:
-            tree = store.get_by_uuid(conn, filters.in_tree)
-            if tree is None:
-                return []
-            root_id = tree.root_provider_id
-        required: list[set[int]] = []
-        for any_of in filters.required_traits:
-            ids = _trait_ids(conn, sorted(any_of))
-            required.append(set(ids.values()))
-        if required and not listing.list_filtered(conn, required_trait_ids=required):
-            return []  # nobody has them: later names are not looked up
-        forbidden = set(_trait_ids(conn, sorted(filters.forbidden_traits)).values())
-        if filters.member_of and not listing.list_filtered(conn, member_of=filters.member_of):
-            return []
-        resources: dict[int, int] = {}
-        if filters.resources:
-            class_ids = inventory_store.class_ids(conn, filters.resources)
-            for name in filters.resources:
-                if name not in class_ids:
-                    raise errors.BadRequest(
-                        "Invalid resource class in resources parameter: No such "
-                        f"resource class {name}.")
-            if any(a > inventory_store.MAX_INT for a in filters.resources.values()):
-                return []  # no inventory can hold that much
-            resources = {class_ids[name]: a for name, a in filters.resources.items()}
-        return listing.list_filtered(
-            conn, name=filters.name, uuid=filters.uuid, root_id=root_id,
-            member_of=filters.member_of,
-            forbidden_aggregates=filters.forbidden_aggregates,
-            required_trait_ids=required, forbidden_trait_ids=forbidden,
-            resources=resources)

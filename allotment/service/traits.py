@@ -24,7 +24,7 @@ def get_trait(db: Database, name: str) -> Row:
 @retry.retried
 def ensure_trait(db: Database, name: str) -> tuple[Row, bool]:
     with db.write() as conn:
-        return store.ensure(conn, name)
+        return store.get_or_create_trait(conn, name)
 
 
 @retry.retried

@@ -33,7 +33,7 @@ _IDS_OF = sa.select(AGG.c.uuid, AGG.c.id).where(
 _ID_OF = sa.select(AGG.c.uuid, AGG.c.id).where(AGG.c.uuid == sa.bindparam("uuid"))
 
 
-def ensure(conn: Connection, uuids: Iterable[str]) -> dict[str, int]:
+def ids_creating_missing(conn: Connection, uuids: Iterable[str]) -> dict[str, int]:
     """Ids of the aggregates, creating the missing ones.
 
     Aggregates exist only as UUIDs named by their members; two writers may
@@ -61,4 +61,5 @@ def ensure(conn: Connection, uuids: Iterable[str]) -> dict[str, int]:
 
 def replace(conn: Connection, provider_id: int, uuids: Iterable[str]) -> None:
     """Make ``uuids`` the provider's exact set of aggregates."""
-    links.replace(conn, LINK, "aggregate_id", provider_id, ensure(conn, uuids).values())
+    links.replace(conn, LINK, "aggregate_id", provider_id,
+                  ids_creating_missing(conn, uuids).values())

@@ -36,7 +36,9 @@ SHARES_TRAIT = "MISC_SHARES_VIA_AGGREGATE"
 
 
 @dataclass(frozen=True)
-class OverCapacity:
+class UsageOverCapacity:
+    """A provider using more of a class than it has room for."""
+
     provider: str  # UUID
     name: str
     resource_class: str
@@ -75,7 +77,7 @@ def capacity(total: int, reserved: int, ratio: float) -> int:
     return int((total - reserved) * ratio)
 
 
-def over_capacity(conn: Connection) -> list[OverCapacity]:
+def over_capacity(conn: Connection) -> list[UsageOverCapacity]:
     """(provider, class) pairs whose allocations exceed capacity, including
     allocations of a class the provider has no inventory of."""
     usage = (sa.select(allocations.c.resource_provider_id.label("rp"),
@@ -97,7 +99,7 @@ def over_capacity(conn: Connection) -> list[OverCapacity]:
     for uuid, name, rc, used, total, reserved, ratio in rows:
         cap = 0 if total is None else capacity(total, reserved, ratio)
         if int(used) > cap:
-            found.append(OverCapacity(uuid, name, rc, int(used), cap))
+            found.append(UsageOverCapacity(uuid, name, rc, int(used), cap))
     return sorted(found, key=lambda f: (f.name, f.resource_class))
 
 

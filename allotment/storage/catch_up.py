@@ -19,15 +19,17 @@ from allotment.storage import loader as store
 from allotment.storage.loader import LoadedProvider
 
 
-def read(conn: Connection, after: int, also: Iterable[int],
-         root_ids: Iterable[int]) -> tuple[list[feed.Entry], dict[int, LoadedProvider]]:
-    """The feed's rows after ``after`` (and those among ``also``), and the
-    trees with the roots ``root_ids`` as :func:`loader.load` reads them.
+def read(conn: Connection, position: feed.Position, also: Iterable[int],
+         root_ids: Iterable[int]) -> tuple[feed.Tail, dict[int, LoadedProvider]]:
+    """The feed's rows after ``position`` (and those among ``also``), unless
+    the database went back past it, and the trees with the roots
+    ``root_ids`` as :func:`loader.load` reads them.
 
     The trees are the ones the caller expects the rows to name; rows that
     name others (written since the caller last looked) are the caller's to
     read, in the same transaction.
     """
-    results = direct.together(conn, [feed.query(conn, after, also),
+    results = direct.together(conn, [feed.query(conn, position, also),
                                      *store.tree_queries(conn, root_ids)])
-    return feed.entries(results[0]), store.assemble(results[1:])
+    found = feed.tail(results[0], position, epochs=conn.dialect.name == "postgresql")
+    return found, store.assemble(results[1:])

@@ -24,8 +24,15 @@ transactions open on the others.
 
 The answer is RELOAD when the feed was pruned past an id the cursor
 skipped (what that row said is lost), when a row asks every process to
-reload, when gaps pile up past :data:`MAX_GAPS`, or when a row read a moment
-ago has been pruned by the time the trees it names are read.
+reload, when gaps pile up past :data:`MAX_GAPS`, when a row read a moment
+ago has been pruned by the time the trees it names are read -- and when the
+database went back in time (see ``feed.Position``): every read of the feed
+brings back the row the cursor stands on, and an answer that lacks it, has
+it with another stamp, or (PostgreSQL) comes from another epoch, means the
+database no longer holds what the world applied.  That check is made in the
+very statement, or snapshot, whose rows would be applied, so no row of a
+database that went back is ever applied on top of a world it no longer
+matches.
 """
 
 from __future__ import annotations
@@ -110,18 +117,32 @@ class FeedCursor:
 
     def __init__(self, db: Database) -> None:
         self.db = db
-        self.head = 0  # every id up to here was read or is a gap
+        # Every id up to the position's was read or is a gap; the position
+        # also says how to tell that the database still holds that row.
+        self.position = feed.ORIGIN
         self.gaps: dict[int, Gap] = {}
         self._checked = 0.0  # time.monotonic() of the last look at old gaps
 
+    @property
+    def head(self) -> int:
+        """Every id up to here was read or is a gap."""
+        return self.position.id
+
     def load_everything(self) -> Everything:
         """The whole world, and the feed's place as of it, in one snapshot."""
+        with self.db.autocommit() as conn:
+            # Before the snapshot, so that it sees the epoch (if a crash
+            # empties it again in between, the next look reloads).
+            feed.ensure_epoch(conn)
         with self.db.read() as conn:
             pruned = feed.pruned_below(conn)
-            ids = feed.ids_after(conn, max(pruned - 1, 0))
+            ids, stamp = feed.last_after(conn, max(pruned - 1, 0))
+            if not ids and pruned > 1:
+                stamp = feed.stamp_of(conn, pruned - 1)
+            epoch = feed.epoch(conn)
             everything = Everything(store.load(conn), store.usage(conn), store.names(conn))
             noticed = feed.now(conn) if self.db.backend in OUT_OF_ORDER else None
-        self.head = ids[-1] if ids else max(pruned - 1, 0)
+        self.position = feed.Position(ids[-1] if ids else max(pruned - 1, 0), stamp, epoch)
         self.gaps = {}
         if noticed is not None and ids:
             since = time.monotonic()
@@ -137,10 +158,13 @@ class FeedCursor:
         if none): a provider the trees read are new to is read with its usage.
         The cursor moves past what it answers: apply it, or load everything.
         """
-        if not self.gaps and self.db.probe.newer_than(self.head) is False:
+        if not self.gaps and self.db.probe.newer_than(self.position) is False:
             return NOTHING
         with self.db.autocommit() as conn:
-            entries = feed.read(conn, self.head, self.gaps)
+            found = feed.read(conn, self.position, self.gaps)
+            if found.back:
+                return self._went_back()
+            entries = found.entries
             if entries:
                 if not _reshapes(entries):
                     # Usage moves only: deltas add up in any order.
@@ -157,11 +181,20 @@ class FeedCursor:
         # again there (a few more may have come), with the trees they name.
         named = {r for e in entries for r in e.roots}
         with self.db.read() as conn:
-            entries, trees = catch_up.read(conn, self.head, also, named)
+            found, trees = catch_up.read(conn, self.position, also, named)
+            if found.back:
+                return self._went_back()
+            entries = found.entries
             if not entries or not self._account(conn, entries) or any(
                     e.reset for e in entries):
                 return RELOAD
             return self._with_what_they_name(conn, entries, named, trees, known)
+
+    def _went_back(self) -> Reload:
+        # The database no longer holds what the world applied (feed.Position):
+        # nothing read since can be applied on top of it.
+        telemetry.metrics().feed_went_back.inc()
+        return RELOAD
 
     def _with_what_they_name(self, conn, entries: list[feed.Entry], named: set[int],
                              trees: dict[int, LoadedProvider],
@@ -185,12 +218,12 @@ class FeedCursor:
         """
         for e in entries:
             self.gaps.pop(e.id, None)
-        top = entries[-1].id
-        if top <= self.head:
+        top = entries[-1]
+        if top.id <= self.head:
             return True
         present = {e.id for e in entries}
-        skipped = [i for i in range(self.head + 1, top) if i not in present]
-        self.head = top
+        skipped = [i for i in range(self.head + 1, top.id) if i not in present]
+        self.position = feed.Position(top.id, top.stamp, self.position.epoch)
         if not skipped:
             return True
         if skipped[0] < feed.pruned_below(conn):

@@ -48,16 +48,23 @@ from __future__ import annotations
 
 import datetime
 import json
+import random
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.engine import Connection
 
 from allotment import errors
 from allotment.storage import direct
 from allotment.storage.clock import utcnow
-from allotment.storage.tables import placement_changes, placement_feed_state, resource_providers
+from allotment.storage.tables import (
+    allotment_epoch,
+    placement_changes,
+    placement_feed_state,
+    resource_providers,
+)
 
 TABLE = placement_changes
 _STATE = placement_feed_state.c.id == 1
@@ -90,6 +97,9 @@ class Entry:
     """One row of the feed, as a reader sees it."""
 
     id: int
+    # Random, drawn when the row was written: a row that takes the id of a
+    # row the database lost (see Position) is told apart by it.
+    stamp: int | None = None
     roots: tuple[int, ...] = ()
     names: bool = False
     reset: bool = False
@@ -199,7 +209,8 @@ def flush(conn: Connection, notes: Notes | None, *,
     now = utcnow()
     if not data:
         return None
-    row = {"created_at": now, "data": json.dumps(data, separators=(",", ":"))}
+    row = {"created_at": now, "data": json.dumps(data, separators=(",", ":")),
+           "stamp": new_stamp()}
     if conn.dialect.name == "postgresql":
         new_id = direct.execute(conn, _APPEND_RETURNING_ID, row).scalar()
     elif conn.dialect.name == "mysql":
@@ -209,6 +220,12 @@ def flush(conn: Connection, notes: Notes | None, *,
     if retention is not None and new_id % PRUNE_EVERY == 0:
         prune(conn, now - retention, below=new_id)
     return new_id
+
+
+def new_stamp() -> int:
+    """A row's stamp: random, so that two rows that ever get one id (the
+    database lost the first, see Position) differ by it.  Not a secret."""
+    return random.getrandbits(63)
 
 
 # The last row, locked: a writer that has appended a row and not committed
@@ -257,10 +274,11 @@ def prune(conn: Connection, older_than: datetime.datetime, *, below: int) -> int
 
 # -- reading -------------------------------------------------------------------
 
-def _entry(row_id: int, text: str) -> Entry:
+def _entry(row_id: int, stamp: int | None, text: str) -> Entry:
     data = json.loads(text)
     return Entry(
         id=row_id,
+        stamp=stamp,
         roots=tuple(data.get("t", ())),
         names=bool(data.get("n")),
         reset=bool(data.get("r")),
@@ -270,61 +288,163 @@ def _entry(row_id: int, text: str) -> Entry:
     )
 
 
-_AFTER = sa.select(TABLE.c.id, TABLE.c.data).where(
-    TABLE.c.id > sa.bindparam("after")).order_by(TABLE.c.id)
-_AFTER_OR = sa.select(TABLE.c.id, TABLE.c.data).where(
-    sa.or_(TABLE.c.id > sa.bindparam("after"),
-           TABLE.c.id.in_(sa.bindparam("ids", expanding=True)))).order_by(TABLE.c.id)
-_BY_IDS = sa.select(TABLE.c.id, TABLE.c.data).where(
+# -- where a reader stands, and whether the database still has it -----------
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where a world stands in the feed: the id of the last row applied,
+    that row's stamp, and on PostgreSQL the epoch it was read in.
+
+    The database is the truth even when it goes back in time: a server
+    that crashed with commits not yet on disk (relaxed durability), a
+    Galera cluster bootstrapped after a coordinated crash, a failover to
+    an asynchronous replica.  Then rows a reader applied are gone, and
+    their ids are handed out again (on MySQL an id is the last one plus
+    one; a sequence may go back with its commits).  An id alone cannot
+    tell; the row's random stamp can.  Where rows commit in id order
+    (SQLite, MySQL, Galera), a database that still holds the last row a
+    reader applied, with its stamp, lost nothing the reader applied:
+    what it lost is a tail of its commits.  On PostgreSQL a row with a
+    lower id can commit after the head (storage/cursor.py): the epoch
+    covers that.  It is a row of an unlogged table, which crash recovery
+    and a replica's promotion leave empty -- the only ways a PostgreSQL
+    server loses a commit it acknowledged -- and which readers fill again
+    with a new random token (:func:`ensure_epoch`).
+    """
+
+    id: int = 0
+    stamp: int | None = None
+    epoch: int | None = None
+
+
+ORIGIN = Position()
+
+
+@dataclass(frozen=True)
+class Tail:
+    """What :func:`read` found after a position: the rows to apply, and
+    whether the database went back past that position (then the rows say
+    nothing a reader can apply: read the whole world again)."""
+
+    entries: list[Entry]
+    back: bool = False
+
+
+_COLUMNS = (TABLE.c.id, TABLE.c.stamp, TABLE.c.data)
+# The epoch with every row (PostgreSQL): the statement then needs no
+# round trip of its own, and can go to the server together with others.
+_EPOCH = sa.select(allotment_epoch.c.token).where(
+    allotment_epoch.c.id == 1).scalar_subquery().label("epoch")
+# From the reader's own row on: it comes back too, and says whether the
+# database still holds it.
+_FROM = TABLE.c.id >= sa.bindparam("after")
+
+
+def _select(pg: bool) -> sa.Select:
+    return sa.select(*_COLUMNS, _EPOCH) if pg else sa.select(*_COLUMNS, sa.null())
+
+
+_AFTER = {pg: _select(pg).where(_FROM).order_by(TABLE.c.id) for pg in (False, True)}
+_AFTER_OR = _select(False).where(
+    sa.or_(_FROM, TABLE.c.id.in_(sa.bindparam("ids", expanding=True)))).order_by(TABLE.c.id)
+# On PostgreSQL the ids go as one array, so that the statement can go to the
+# server together with others (see direct.together).
+_AFTER_OR_PG = _select(True).where(
+    sa.or_(_FROM, TABLE.c.id == sa.any_(sa.bindparam("ids", type_=sa.ARRAY(sa.BigInteger))))
+).order_by(TABLE.c.id)
+_BY_IDS = sa.select(*_COLUMNS).where(
     TABLE.c.id.in_(sa.bindparam("ids", expanding=True))).order_by(TABLE.c.id)
-_IDS_AFTER = sa.select(TABLE.c.id).where(TABLE.c.id > sa.bindparam("after")).order_by(TABLE.c.id)
+_LAST_AFTER = sa.select(TABLE.c.id, TABLE.c.stamp).where(
+    TABLE.c.id > sa.bindparam("after")).order_by(TABLE.c.id)
 _HEAD = sa.select(sa.func.max(TABLE.c.id))
 _PRUNED = sa.select(placement_feed_state.c.pruned_below).where(_STATE)
 
 
-# On PostgreSQL the ids go as one array, so that the statement can go to the
-# server together with others (see direct.together).
-_AFTER_OR_PG = sa.select(TABLE.c.id, TABLE.c.data).where(
-    sa.or_(TABLE.c.id > sa.bindparam("after"),
-           TABLE.c.id == sa.any_(sa.bindparam("ids", type_=sa.ARRAY(sa.BigInteger))))
-).order_by(TABLE.c.id)
-
-
-def query(conn: Connection, after: int, also: Iterable[int] = ()) -> tuple[sa.Select, dict]:
-    """The statement :func:`read` runs, with its parameters; :func:`entries`
+def query(conn: Connection, position: Position,
+          also: Iterable[int] = ()) -> tuple[sa.Select, dict]:
+    """The statement :func:`read` runs, with its parameters; :func:`tail`
     reads its rows."""
+    pg = conn.dialect.name == "postgresql"
     also = sorted(also)
+    after = position.id
     if not also:
-        return _AFTER, {"after": after}
-    if conn.dialect.name == "postgresql":
+        return _AFTER[pg], {"after": after}
+    if pg:
         return _AFTER_OR_PG, {"after": after, "ids": also}
     return _AFTER_OR, {"after": after, "ids": also}
 
 
-def entries(rows: Iterable) -> list[Entry]:
-    return [_entry(i, text) for i, text in rows]
+def tail(rows: Iterable, position: Position, *, epochs: bool) -> Tail:
+    """The rows of :func:`query` as entries after ``position``, and whether
+    the database went back past it.  ``epochs``: the rows carry the epoch
+    (PostgreSQL)."""
+    found = []
+    here = position.id == 0
+    epoch = position.epoch
+    for row_id, stamp, text, row_epoch in rows:
+        if epochs and row_epoch != epoch:
+            return Tail([], back=True)
+        if row_id == position.id:
+            if stamp != position.stamp:
+                return Tail([], back=True)
+            here = True
+            continue
+        found.append(_entry(row_id, stamp, text))
+    return Tail(found, back=not here)
 
 
-def read(conn: Connection, after: int, also: Iterable[int] = ()) -> list[Entry]:
-    """Rows with ids above ``after`` plus those among ``also``, in id order."""
-    statement, params = query(conn, after, also)
-    return entries(direct.execute(conn, statement, params))
+def read(conn: Connection, position: Position, also: Iterable[int] = ()) -> Tail:
+    """Rows with ids above ``position`` plus those among ``also``, in id
+    order, unless the database no longer holds ``position``."""
+    statement, params = query(conn, position, also)
+    return tail(direct.execute(conn, statement, params), position,
+                epochs=conn.dialect.name == "postgresql")
 
 
 def read_ids(conn: Connection, ids: Iterable[int]) -> list[Entry]:
     ids = sorted(ids)
     if not ids:
         return []
-    return [_entry(i, text) for i, text in conn.execute(_BY_IDS, {"ids": ids})]
+    return [_entry(*row) for row in conn.execute(_BY_IDS, {"ids": ids})]
+
+
+def last_after(conn: Connection, after: int) -> tuple[list[int], int | None]:
+    """The ids above ``after``, and the stamp of the last of them."""
+    rows = conn.execute(_LAST_AFTER, {"after": after}).all()
+    return [r[0] for r in rows], (rows[-1][1] if rows else None)
+
+
+def stamp_of(conn: Connection, row_id: int) -> int | None:
+    return conn.execute(sa.select(TABLE.c.stamp).where(TABLE.c.id == row_id)).scalar()
+
+
+def position_at(conn: Connection, row_id: int) -> Position:
+    """The position of a reader that stands on row ``row_id`` now."""
+    return Position(row_id, stamp_of(conn, row_id), epoch(conn))
+
+
+def epoch(conn: Connection) -> int | None:
+    """The epoch (PostgreSQL; None elsewhere, or while nobody set it again)."""
+    if conn.dialect.name != "postgresql":
+        return None
+    return conn.execute(sa.select(allotment_epoch.c.token)
+                        .where(allotment_epoch.c.id == 1)).scalar()
+
+
+def ensure_epoch(conn: Connection) -> None:
+    """Give the database an epoch if it has none (PostgreSQL): after crash
+    recovery or a promotion the unlogged table is empty, and the first
+    reader to look fills it with a new token; the others keep the first."""
+    if conn.dialect.name != "postgresql":
+        return
+    conn.execute(pg_insert(allotment_epoch).values(id=1, token=new_stamp())
+                 .on_conflict_do_nothing(index_elements=["id"]))
 
 
 def head(conn: Connection) -> int:
     """The highest id present (0 for an empty feed)."""
     return int(conn.execute(_HEAD).scalar() or 0)
-
-
-def ids_after(conn: Connection, after: int) -> list[int]:
-    return list(conn.execute(_IDS_AFTER, {"after": after}).scalars())
 
 
 def pruned_below(conn: Connection) -> int:

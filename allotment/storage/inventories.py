@@ -37,7 +37,7 @@ DEFAULTS = {"reserved": 0, "min_unit": 1, "max_unit": MAX_INT, "step_size": 1,
             "allocation_ratio": 1.0}
 
 
-class UnknownResourceClass(errors.BadRequest):
+class InventoryOfUnknownClass(errors.BadRequest):
     """An inventory names a resource class that does not exist."""
 
 
@@ -53,7 +53,7 @@ class InventoryInUse(errors.Conflict):
         self.classes = classes
 
 
-class OverCapacity(errors.Conflict):
+class InventoryBelowUsage(errors.Conflict):
     """The new inventory would leave current usage above capacity."""
 
     def __init__(self, detail: str, *, classes: list[str]) -> None:
@@ -172,13 +172,13 @@ def replace_all(
     ``provider`` is a row from resource_providers.get_by_uuid().  Fields
     missing from a record take their defaults.  Checks, in upstream's order:
     capacity of every record (InvalidCapacity), classes that exist
-    (UnknownResourceClass), no removed class still allocated
+    (InventoryOfUnknownClass), no removed class still allocated
     (InventoryInUse).  Only then, before writing, the generation moves from
     ``seen_generation`` (default: the row's) or errors.ConcurrentUpdate is
     raised; a refused change therefore leaves the generation alone.
 
     Usage above the new capacity is allowed and reported in ``exceeded``
-    unless ``refuse_over_capacity`` (then OverCapacity is raised).  The
+    unless ``refuse_over_capacity`` (then InventoryBelowUsage is raised).  The
     reshaper, which checks only the final state of a reshape, leaves it
     False; ``bump=False`` leaves the generation to the caller.
     """
@@ -189,7 +189,7 @@ def replace_all(
     ids = class_ids(conn, records)
     for name in records:
         if name not in ids:
-            raise UnknownResourceClass(f"No such resource class {name}.")
+            raise InventoryOfUnknownClass(f"No such resource class {name}.")
 
     current = get_for_provider(conn, provider.id)
     removed = {row.resource_class_id for name, row in current.items() if name not in records}
@@ -206,7 +206,7 @@ def replace_all(
     exceeded = [name for name, record in records.items()
                 if usage.get(ids[name], 0) > capacity(record)]
     if exceeded and refuse_over_capacity:
-        raise OverCapacity(
+        raise InventoryBelowUsage(
             f"Inventory for '{', '.join(exceeded)}' on resource provider "
             f"'{provider.uuid}' would be below its current usage.", classes=exceeded)
     for name in exceeded:

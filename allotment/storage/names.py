@@ -110,8 +110,8 @@ def insert(conn: Connection, table: sa.Table, name: str,
     return None
 
 
-def ensure(conn: Connection, table: sa.Table, name: str,
-           next_id: Callable[[Connection], int] | None = None) -> tuple[Row, bool]:
+def get_or_insert(conn: Connection, table: sa.Table, name: str,
+                  next_id: Callable[[Connection], int] | None = None) -> tuple[Row, bool]:
     """The row named ``name``, created if missing; tells whether it was created.
 
     A concurrent creator winning the race is not an error: its row is

@@ -38,8 +38,8 @@ def ids_for(conn: Connection, wanted) -> dict[str, int]:
     return names.ids_for(conn, TABLE, wanted)
 
 
-def ensure(conn: Connection, name: str) -> tuple[Row, bool]:
-    row, created = names.ensure(conn, TABLE, name, next_custom_id)
+def get_or_create_class(conn: Connection, name: str) -> tuple[Row, bool]:
+    row, created = names.get_or_insert(conn, TABLE, name, next_custom_id)
     if created:
         feed.note_names(conn)
     return row, created

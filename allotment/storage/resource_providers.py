@@ -363,12 +363,6 @@ def touch(conn: Connection, provider_id: int) -> None:
     feed.note_providers(conn, [provider_id])
 
 
-def tree_rows(conn: Connection, root_id: int) -> list[Row]:
-    """Every provider whose root is ``root_id`` (the root included)."""
-    return list(conn.execute(
-        rows_select().where(TABLE.c.root_provider_id == root_id).order_by(TABLE.c.id)))
-
-
 def subtree_ids(conn: Connection, provider: Row) -> list[int]:
     """``provider`` and all its descendants, parents before children."""
     children: dict[int, list[int]] = {}

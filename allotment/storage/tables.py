@@ -189,6 +189,10 @@ placement_changes = sa.Table(
               primary_key=True, autoincrement=True),
     sa.Column("created_at", sa.DateTime(timezone=False), nullable=False),
     sa.Column("data", sa.Text, nullable=False),
+    # Random per row (storage/feed.py, Position); the server draws it for
+    # writers that do not (a default on PostgreSQL and MySQL), NULL in rows
+    # older than the column.
+    sa.Column("stamp", sa.BigInteger, nullable=True),
     sa.Index("ix_placement_changes_created_at", "created_at"),
     sqlite_autoincrement=True,
 )
@@ -199,6 +203,17 @@ placement_feed_state = sa.Table(
     metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
     sa.Column("pruned_below", sa.BigInteger, nullable=False, server_default="0"),
+)
+
+# PostgreSQL only, UNLOGGED: one row (id 1) whose token changes whenever
+# the server comes back from a crash or a replica is promoted (emptied, then
+# set again by the first reader; storage/feed.py, Position).
+allotment_epoch = sa.Table(
+    "allotment_epoch",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("token", sa.BigInteger, nullable=False),
+    prefixes=["UNLOGGED"],
 )
 
 # On SQLite, a row here while an allotment process writes: the triggers that

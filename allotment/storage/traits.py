@@ -34,8 +34,8 @@ def rows_named(conn: Connection, wanted: Iterable[str]) -> list[Row]:
                   key=lambda r: r.name)
 
 
-def ensure(conn: Connection, name: str) -> tuple[Row, bool]:
-    row, created = names.ensure(conn, TABLE, name)
+def get_or_create_trait(conn: Connection, name: str) -> tuple[Row, bool]:
+    row, created = names.get_or_insert(conn, TABLE, name)
     if created:
         feed.note_names(conn)
     return row, created

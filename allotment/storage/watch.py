@@ -39,6 +39,7 @@ import sqlalchemy as sa
 from psycopg import pq
 from sqlalchemy.engine import Engine
 
+from allotment.storage.feed import Position
 from allotment.storage.tables import placement_changes
 
 # After a failed probe, how long (seconds) callers go the usual way before
@@ -127,21 +128,23 @@ def _counts_commits(engine: Engine) -> bool:
 
 
 class FeedProbe(_OwnConnection):
-    """``newer_than(head)``: whether the change feed has a row with an id
-    above ``head`` (its highest id is above it); ``None`` when it cannot
-    tell (then the caller reads the feed the usual way)."""
+    """``newer_than(position)``: whether the change feed's last row is not
+    the one at ``position`` (a row came since, or the database went back:
+    see ``feed.Position``); ``None`` when it cannot tell (then the caller
+    reads the feed the usual way, which checks the same)."""
 
     def __init__(self, engine: Engine) -> None:
         super().__init__(engine)
-        self._usable = engine.url.get_backend_name() in ("postgresql", "mysql")
+        backend = engine.url.get_backend_name()
+        self._usable = backend in ("postgresql", "mysql")
+        self._epochs = backend == "postgresql"
         self._failed_at = -PROBE_BACKOFF
-        # The highest id, not "a row past the head": the question has no
+        # The last row, not "a row past the head": the question has no
         # parameter, so a plan made once stays right.  Prepared with one
         # ("WHERE id > $1 LIMIT 1"), PostgreSQL soon settles on a generic
         # plan that guesses a third of the rows match and scans the table
         # in order -- the whole feed, an hour of writes, every request.
-        self._sql = str(sa.select(sa.func.max(placement_changes.c.id))
-                        .compile(dialect=engine.dialect))
+        self._sql = _probe_sql(backend)
         self._pgconn: Any = None
         # The question sent by ask() and not yet answered: its answer is
         # taken only by the context (request) that asked it (_ASKED).
@@ -200,25 +203,34 @@ class FeedProbe(_OwnConnection):
             while self._pgconn.get_result() is not None:
                 pass
 
-    def newer_than(self, head: int) -> bool | None:
+    def newer_than(self, position: Position) -> bool | None:
         if not self._may_ask():
             return None
         with self._lock:
             try:
                 conn = self._connection()
                 if self._pgconn is not None:
-                    return self._libpq_answer(head)
+                    return self._libpq_answer(position)
                 cur = conn.cursor()
                 try:
                     cur.execute(self._sql)
-                    return (cur.fetchone()[0] or 0) > head
+                    return self._moved(cur.fetchone(), position)
                 finally:
                     cur.close()
             except Exception:
                 self._give_way()
                 return None
 
-    def _libpq_answer(self, head: int) -> bool:
+    def _moved(self, last: tuple | None, position: Position) -> bool:
+        """Whether the feed's last row ``(id, stamp, epoch)`` (None: the feed
+        is empty) is anything but the row at ``position``."""
+        if last is None:
+            return position.id != 0
+        row_id, stamp, epoch = last
+        return (int(row_id), stamp) != (position.id, position.stamp) or (
+            self._epochs and epoch != position.epoch)
+
+    def _libpq_answer(self, position: Position) -> bool:
         """The answer to the question this request asked ahead, else to
         the question asked now."""
         mine = _ASKED.get()
@@ -226,21 +238,26 @@ class FeedProbe(_OwnConnection):
             _ASKED.set(None)
             if self._pending is mine:
                 self._pending = None
-                return self._answer(self._pgconn.get_result(), head)
+                return self._answer(self._pgconn.get_result(), position)
         self._drop_pending()
-        return self._ask_libpq(head)
+        return self._ask_libpq(position)
 
-    def _ask_libpq(self, head: int) -> bool:
-        return self._answer(self._pgconn.exec_prepared(PREPARED_PROBE, []), head)
+    def _ask_libpq(self, position: Position) -> bool:
+        return self._answer(self._pgconn.exec_prepared(PREPARED_PROBE, []), position)
 
-    def _answer(self, result: Any, head: int) -> bool:
+    def _answer(self, result: Any, position: Position) -> bool:
         if result is None or result.status != pq.ExecStatus.TUPLES_OK:
             message = b"no answer" if result is None else result.error_message
             raise RuntimeError(message.decode(errors="replace"))
         if self._pgconn.get_result() is not None:  # the end of an asked question
             raise RuntimeError("more than one answer to the probe")
-        highest = result.get_value(0, 0)  # text; None for an empty feed
-        return highest is not None and int(highest) > head
+        if result.ntuples == 0:  # an empty feed
+            return self._moved(None, position)
+        # Text; None for NULL.
+        values = [result.get_value(0, i) for i in range(3)]
+        stamp = None if values[1] is None else int(values[1])
+        epoch = None if values[2] is None else int(values[2])
+        return self._moved((int(values[0]), stamp, epoch), position)
 
     def _connect(self) -> Any:
         # Made by the pool's own creator, so with the engine's connect
@@ -257,14 +274,21 @@ class FeedProbe(_OwnConnection):
         super()._close()
 
 
+def _probe_sql(backend: str) -> str:
+    """The feed's last row: its id, its stamp and (PostgreSQL) the epoch."""
+    table = placement_changes.name
+    epoch = "(SELECT token FROM allotment_epoch WHERE id = 1)" if backend == "postgresql" \
+        else "NULL"
+    return f"SELECT id, stamp, {epoch} FROM {table} ORDER BY id DESC LIMIT 1"
+
+
 def _prepared_libpq(dbapi_connection: Any) -> Any:
     """The libpq connection under a psycopg 3 connection, with the probe
     prepared on it; None for other drivers (they take the cursor path)."""
     pgconn = getattr(dbapi_connection, "pgconn", None)
     if pgconn is None:
         return None
-    sql = f"SELECT max(id) FROM {placement_changes.name}".encode()
-    result = pgconn.prepare(PREPARED_PROBE, sql)
+    result = pgconn.prepare(PREPARED_PROBE, _probe_sql("postgresql").encode())
     if result.status != pq.ExecStatus.COMMAND_OK:
         raise RuntimeError(result.error_message.decode(errors="replace"))
     return pgconn

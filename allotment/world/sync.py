@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from allotment import telemetry
 from allotment.storage.cursor import RELOAD, FeedCursor, Gap
 from allotment.storage.db import Database
+from allotment.storage.feed import Position
 from allotment.world.model import Names, World
 
 
@@ -53,6 +54,11 @@ class Replica:
     def head(self) -> int:
         """Every feed id up to here was applied or is a gap."""
         return self.cursor.head
+
+    @property
+    def position(self) -> Position:
+        """The feed row the world stands on (see ``feed.Position``)."""
+        return self.cursor.position
 
     @property
     def gaps(self) -> dict[int, Gap]:

@@ -8,7 +8,7 @@ import pytest
 
 from allotment import errors
 from allotment.api.candidates_query import parse_allocation_candidates_query
-from allotment.engine import RequestGroup
+from allotment.engine import SearchGroup
 
 A1 = "0bd4bd94-3b89-4e2e-9ad6-3fcb28d2e2d1"
 A2 = "8f47a8c3-18a1-4b2e-b8d8-4fb7ea0d1b0e"
@@ -28,7 +28,7 @@ def bad(query: str, version=(1, 39), *, code: str = errors.DEFAULT) -> str:
     return info.value.detail
 
 
-def only(req) -> RequestGroup:
+def only(req) -> SearchGroup:
     (g,) = req.groups
     return g
 

@@ -9,7 +9,7 @@ import pytest
 import sqlalchemy as sa
 
 from allotment.storage import feed, retry
-from tests.api.test_resource_providers import allocate, create
+from tests.api.test_resource_providers import PROJECT, USER, allocate, create, new_uuid
 
 ABORTS = {
     "deadlock": pymysql.err.OperationalError(1213, "Deadlock found when trying to get lock"),
@@ -84,3 +84,34 @@ def test_a_write_aborted_every_time_is_a_503(api, abort_next_writes):
         "resource_provider_generation": 0, "inventories": {"VCPU": {"total": 4}}})
     assert resp.status == 503
     assert api.get(f"/resource_providers/{parent}/inventories").json["inventories"] == {}
+
+
+def allocate_answer(api, provider: str, resources: dict[str, int]):
+    return api.put(f"/allocations/{new_uuid()}", json={
+        "allocations": {provider: {"resources": resources}},
+        "project_id": PROJECT, "user_id": USER, "consumer_generation": None},
+        version="1.28")
+
+
+def test_an_allocation_write_is_run_again_up_to_the_configured_count_then_409(
+        api, conf, abort_next_writes):
+    """Allocation writes follow ``[placement] allocation_conflict_retry_count``:
+    aborted a few times, the claim is granted; aborted every time, it gets
+    upstream's 409 after exactly that many attempts, and nothing is written."""
+    count = conf.placement.allocation_conflict_retry_count
+    parent = create(api, "parent")
+    assert api.put(f"/resource_providers/{parent}/inventories", json={
+        "resource_provider_generation": 0,
+        "inventories": {"VCPU": {"total": 4}}}).status == 200
+    abort_next_writes(2, ABORTS["certification at commit"])
+    allocate(api, parent, {"VCPU": 1})
+
+    left = abort_next_writes(count + 5, ABORTS["deadlock"])
+    resp = allocate_answer(api, parent, {"VCPU": 1})
+    assert resp.status == 409, resp
+    assert resp.json["errors"][0]["code"] == "placement.concurrent_update"
+    assert len(left) == 5
+    left.clear()
+    usages = api.get(f"/resource_providers/{parent}/usages").json["usages"]
+    assert usages == {"VCPU": 1}
+

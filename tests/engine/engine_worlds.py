@@ -13,7 +13,7 @@ from allotment.engine import (
     AllocationCandidatesRequest,
     Inventory,
     ProviderRecord,
-    RequestGroup,
+    SearchGroup,
     Snapshot,
     find_candidates,
 )
@@ -80,10 +80,10 @@ class World:
 
 def group(suffix: str = "", *, required=(), forbidden=(), any_of=(),
           member_of=(), forbidden_aggs=(), in_tree: str | None = None,
-          **resources: int) -> RequestGroup:
+          **resources: int) -> SearchGroup:
     """A request group; ``required`` traits are ANDed, ``any_of`` is a list
     of any-of trait sets, aggregates are given by name."""
-    return RequestGroup(
+    return SearchGroup(
         suffix=suffix,
         resources=resources,
         required_traits=tuple(frozenset([t]) for t in required)
@@ -95,7 +95,7 @@ def group(suffix: str = "", *, required=(), forbidden=(), any_of=(),
     )
 
 
-def request(*groups: RequestGroup, version=(1, 39), **kwargs) -> AllocationCandidatesRequest:
+def request(*groups: SearchGroup, version=(1, 39), **kwargs) -> AllocationCandidatesRequest:
     same = kwargs.pop("same_subtree", ())
     return AllocationCandidatesRequest.for_microversion(
         version, groups=groups,

@@ -21,7 +21,7 @@ from allotment.engine import (
     AllocationCandidatesRequest,
     Inventory,
     ProviderRecord,
-    RequestGroup,
+    SearchGroup,
     Snapshot,
     find_candidates,
     provider_summary_uuids,
@@ -132,7 +132,7 @@ def groups(draw, suffix: str, uuids: list[str], resourceful: bool):
     forbidden_aggs = frozenset(draw(sometimes(st.sets(st.sampled_from(AGGS), max_size=1),
                                               set(), 1)))
     in_tree = draw(sometimes(st.sampled_from([*uuids, UNKNOWN]), None, 1))
-    return RequestGroup(
+    return SearchGroup(
         suffix=suffix, resources=resources, required_traits=required,
         forbidden_traits=forbidden, member_of=member_of,
         forbidden_aggs=forbidden_aggs, in_tree=in_tree)
@@ -212,7 +212,7 @@ class Oracle:
     def in_all(self, u: str, any_sets) -> bool:
         return all(self.by[u].aggregates & s for s in any_sets)
 
-    def unsuffixed_sources(self, g: RequestGroup, r: str, rc: str, amount: int):
+    def unsuffixed_sources(self, g: SearchGroup, r: str, rc: str, amount: int):
         out = []
         for u, rec in self.by.items():
             home = self.root(u) == r
@@ -239,7 +239,7 @@ class Oracle:
             out.append(u)
         return out
 
-    def single_ok(self, g: RequestGroup, u: str) -> bool:
+    def single_ok(self, g: SearchGroup, u: str) -> bool:
         rec = self.by[u]
         if not g.resources:
             # Resourceless groups are found only through traits or aggregates.
@@ -253,7 +253,7 @@ class Oracle:
                 and self.in_all(u, g.member_of)
                 and not rec.aggregates & g.forbidden_aggs)
 
-    def suffixed_sources(self, g: RequestGroup, r: str):
+    def suffixed_sources(self, g: SearchGroup, r: str):
         return [u for u in self.by if self.single_ok(g, u) and (
             self.root(u) == r or (self.shares(u) and r in self.served_roots(u)))]
 

@@ -22,7 +22,7 @@ from test_candidates_properties import (
     worlds,
 )
 
-from allotment.engine import AllocationCandidatesRequest, RequestGroup, Snapshot
+from allotment.engine import AllocationCandidatesRequest, SearchGroup, Snapshot
 from allotment.engine import extensions as ext_engine
 from allotment.engine.explain import explain
 from allotment.engine.extensions import ExtendedRequest
@@ -83,7 +83,7 @@ def split_scenarios(draw):
     amounts = {rc: draw(st.sampled_from([2, 3, 5, 7, 10])) for rc in unsuffixed.resources}
     if draw(st.booleans()):
         # Mostly no filters, so that several providers of a tree qualify.
-        unsuffixed = RequestGroup(suffix="", resources=amounts)
+        unsuffixed = SearchGroup(suffix="", resources=amounts)
     unsuffixed = dataclasses.replace(unsuffixed, resources=amounts)
     suffixed = tuple(g for g in base.groups if g.suffix and g.resources)[:1]
     base = AllocationCandidatesRequest.for_microversion(
@@ -199,7 +199,7 @@ class ExtOracle(Oracle):
 
 def _check_against_the_oracle(world, ext: ExtendedRequest) -> list:
     """The engine's answer (as keys), checked against the oracle's."""
-    got = [key(c) for c in ext_engine.find_candidates(Snapshot.build(world), ext)]
+    got = [key(c) for c in ext_engine.find_extended_candidates(Snapshot.build(world), ext)]
     assert len(got) == len(set(got)), "duplicate candidates"
     assert set(got) == ExtOracle(world).solve_ext(ext)
     return got
@@ -217,7 +217,7 @@ def test_split_engine_matches_brute_force(scenario):
     world, ext = scenario
     got = _check_against_the_oracle(world, ext)
     # Only additions, and the standard candidates keep their order.
-    plain = [key(c) for c in ext_engine.find_candidates(Snapshot.build(world), ext.base)]
+    plain = [key(c) for c in ext_engine.find_extended_candidates(Snapshot.build(world), ext.base)]
     assert [k for k in got if k in set(plain)] == plain
 
 
@@ -226,15 +226,16 @@ def test_split_engine_matches_brute_force(scenario):
 def test_extended_limit_truncates_the_full_answer(scenario, limit):
     world, ext = scenario
     snap = Snapshot.build(world)
-    everything = [key(c) for c in ext_engine.find_candidates(snap, ext)]
-    limited = [key(c) for c in ext_engine.find_candidates(snap, ext, limit=limit)]
+    everything = [key(c) for c in ext_engine.find_extended_candidates(snap, ext)]
+    limited = [key(c) for c in ext_engine.find_extended_candidates(snap, ext, limit=limit)]
     # A limit keeps candidates from as many trees as it can (as the
     # standard search does), so it is a subset of the full answer, not
     # always its first candidates.
     assert len(limited) == min(limit, len(everything))
     assert set(limited) <= set(everything)
     assert len(set(limited)) == len(limited)
-    breadth = [key(c) for c in ext_engine.find_candidates(snap, ext, strategy="breadth-first")]
+    breadth = [key(c) for c in ext_engine.find_extended_candidates(
+        snap, ext, strategy="breadth-first")]
     assert sorted(breadth, key=repr) == sorted(everything, key=repr)
 
 
@@ -335,7 +336,7 @@ def test_explained_sharing_providers_cannot_serve_the_groups(scenario):
 def test_explain_counts_trees_cut_off_by_limit(scenario, limit):
     world, ext = scenario
     snap = Snapshot.build(world)
-    answer = list(ext_engine.find_candidates(snap, ext, limit=limit))
+    answer = list(ext_engine.find_extended_candidates(snap, ext, limit=limit))
     anchors = {c.anchor for c in answer}
     oracle = ExtOracle(world)
     yielding = [r for r in oracle.roots() if oracle.solve_ext_root(ext, r)]

@@ -29,7 +29,7 @@ from allotment.engine.extensions import ExtendedRequest
 
 
 def run(w: World, req: ExtendedRequest, **kwargs) -> list:
-    return list(ext.find_candidates(w.snapshot(), req, **kwargs))
+    return list(ext.find_extended_candidates(w.snapshot(), req, **kwargs))
 
 
 def amounts(w: World, cands) -> set:

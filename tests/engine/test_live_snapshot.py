@@ -22,7 +22,7 @@ from allotment.engine import (
     AllocationCandidatesRequest,
     Inventory,
     ProviderRecord,
-    RequestGroup,
+    SearchGroup,
     Snapshot,
     anchors,
     find_candidates,
@@ -220,7 +220,7 @@ def test_single_provider_answers_are_kept_until_their_host_changes():
     live = LiveSnapshot.build([ProviderRecord(uuid=pid(i), inventories=flat)
                                for i in range(1, 6)])
     request = AllocationCandidatesRequest.for_microversion(
-        (1, 39), groups=(RequestGroup(suffix="", resources={"VCPU": 2, "MEMORY_MB": 512}),))
+        (1, 39), groups=(SearchGroup(suffix="", resources={"VCPU": 2, "MEMORY_MB": 512}),))
     first = list(find_candidates(live, request))
     assert [c.anchor for c in first] == [pid(i) for i in range(1, 6)]
     again = list(find_candidates(live, request))
@@ -238,7 +238,7 @@ def test_single_provider_answers_are_kept_until_their_host_changes():
     assert back == first and back[2] is not first[2]
     # Another kind of request is remembered apart.
     bigger = AllocationCandidatesRequest.for_microversion(
-        (1, 39), groups=(RequestGroup(suffix="", resources={"VCPU": 4}),))
+        (1, 39), groups=(SearchGroup(suffix="", resources={"VCPU": 4}),))
     assert len(list(find_candidates(live, bigger))) == 5
     live.add_usage([(pid(1), "VCPU", 1)])
     assert [c.anchor for c in find_candidates(live, bigger)] == [pid(i) for i in (2, 3, 4, 5)]
@@ -255,13 +255,13 @@ def test_an_extension_filter_on_roots_stays_out_of_kept_answers():
                        aggregates=frozenset({"agg"})),
         ProviderRecord(uuid=pid(2), inventories=inv, traits=frozenset({"CUSTOM_A"}))])
     request = AllocationCandidatesRequest.for_microversion(
-        (1, 39), groups=(RequestGroup(suffix="", resources={"VCPU": 1}),),
+        (1, 39), groups=(SearchGroup(suffix="", resources={"VCPU": 1}),),
         root_required=frozenset({"CUSTOM_A"}))
     narrowed = ExtendedRequest(request, root_member_of=(frozenset({"agg"}),))
-    assert [c.anchor for c in extensions.find_candidates(live, narrowed)] == [pid(1)]
+    assert [c.anchor for c in extensions.find_extended_candidates(live, narrowed)] == [pid(1)]
     # The same request without root_member_of: both roots.
     assert [c.anchor for c in find_candidates(live, request)] == [pid(1), pid(2)]
-    assert [c.anchor for c in extensions.find_candidates(live, narrowed)] == [pid(1)]
+    assert [c.anchor for c in extensions.find_extended_candidates(live, narrowed)] == [pid(1)]
 
 
 def test_tree_answers_are_kept_until_a_provider_of_the_tree_or_its_sharing_changes():
@@ -279,7 +279,7 @@ def test_tree_answers_are_kept_until_a_provider_of_the_tree_or_its_sharing_chang
                                   aggregates=frozenset({"agg3"})))
     live = LiveSnapshot.build(records)
     request = AllocationCandidatesRequest.for_microversion(
-        (1, 39), groups=(RequestGroup(suffix="", resources={"VCPU": 1, "MEMORY_MB": 8}),))
+        (1, 39), groups=(SearchGroup(suffix="", resources={"VCPU": 1, "MEMORY_MB": 8}),))
     first = list(find_candidates(live, request))
     assert len(first) == 6
     again = list(find_candidates(live, request))
@@ -297,7 +297,7 @@ def test_tree_answers_are_kept_until_a_provider_of_the_tree_or_its_sharing_chang
     # The sharing provider serving host 3 changes: host 3 is searched again
     # (with disk asked for, its candidates take it from the pool).
     with_disk = AllocationCandidatesRequest.for_microversion(
-        (1, 39), groups=(RequestGroup(suffix="", resources={"VCPU": 1, "DISK_GB": 60}),))
+        (1, 39), groups=(SearchGroup(suffix="", resources={"VCPU": 1, "DISK_GB": 60}),))
     assert [c.anchor for c in find_candidates(live, with_disk)] == [pid(30)] * 2
     live.add_usage([(pid(99), "DISK_GB", 50)])
     assert list(find_candidates(live, with_disk)) == []
@@ -315,9 +315,9 @@ def test_tree_answers_are_kept_until_a_provider_of_the_tree_or_its_sharing_chang
     assert list(find_candidates(live, request)) == list(find_candidates(fresh, request))
     # Requests with suffixed groups are kept per tree too.
     granular = AllocationCandidatesRequest.for_microversion(
-        (1, 39), groups=(RequestGroup(suffix="", resources={"MEMORY_MB": 8}),
-                         RequestGroup(suffix="_A", resources={"VCPU": 1}),
-                         RequestGroup(suffix="_B", resources={"VCPU": 1})),
+        (1, 39), groups=(SearchGroup(suffix="", resources={"MEMORY_MB": 8}),
+                         SearchGroup(suffix="_A", resources={"VCPU": 1}),
+                         SearchGroup(suffix="_B", resources={"VCPU": 1})),
         group_policy="isolate")
     before = list(find_candidates(live, granular))
     assert before == list(find_candidates(fresh, granular))
@@ -350,8 +350,8 @@ def test_kept_answers_with_suffixed_groups_are_finished_candidates():
                                   aggregates=frozenset({"agg3"})))
     live = LiveSnapshot.build(records)
     granular = AllocationCandidatesRequest.for_microversion(
-        (1, 39), groups=(RequestGroup(suffix="", resources={"MEMORY_MB": 8}),
-                         RequestGroup(suffix="_A", resources={"VCPU": 1})))
+        (1, 39), groups=(SearchGroup(suffix="", resources={"MEMORY_MB": 8}),
+                         SearchGroup(suffix="_A", resources={"VCPU": 1})))
     second = list(find_candidates(live, granular))
     # Kept finished, with room for what renderers make of them: asked again,
     # the very same objects.
@@ -369,8 +369,8 @@ def test_kept_answers_with_suffixed_groups_are_finished_candidates():
     # reachable from more than one anchor) stay deduplicated, never finished
     # per tree.
     pooled = AllocationCandidatesRequest.for_microversion(
-        (1, 39), groups=(RequestGroup(suffix="", resources={"VCPU": 1}),
-                         RequestGroup(suffix="_D", resources={"DISK_GB": 10})))
+        (1, 39), groups=(SearchGroup(suffix="", resources={"VCPU": 1}),
+                         SearchGroup(suffix="_D", resources={"DISK_GB": 10})))
     for _ in range(3):
         got = list(find_candidates(live, pooled))
         assert got == list(find_candidates(fresh, pooled))
@@ -386,9 +386,9 @@ def test_limited_requests_keep_the_prefix_they_took_and_later_ones_resume_it():
                                    inventories={"VCPU": Inventory(total=4)}) for n in (1, 2, 3, 4)]
     live = LiveSnapshot.build(records)
     fresh = Snapshot.build(records)
-    for groups in ((RequestGroup(suffix="", resources={"VCPU": 1, "MEMORY_MB": 8}),),
-                   (RequestGroup(suffix="", resources={"MEMORY_MB": 8}),
-                    RequestGroup(suffix="_A", resources={"VCPU": 1}))):
+    for groups in ((SearchGroup(suffix="", resources={"VCPU": 1, "MEMORY_MB": 8}),),
+                   (SearchGroup(suffix="", resources={"MEMORY_MB": 8}),
+                    SearchGroup(suffix="_A", resources={"VCPU": 1}))):
         request = AllocationCandidatesRequest.for_microversion((1, 39), groups=groups)
         calls = []
         real = anchors._AnchorSearch.walk if len(groups) > 1 else unsuffixed.unsuffixed_product
@@ -451,9 +451,9 @@ def test_an_answer_bigger_than_the_budget_leaves_a_prefix_in_every_tree(monkeypa
                                    inventories={"VCPU": Inventory(total=4)}) for n in (1, 2, 3, 4)]
     live = LiveSnapshot.build(records)
     request = AllocationCandidatesRequest.for_microversion(
-        (1, 39), groups=(RequestGroup(suffix="", resources={"MEMORY_MB": 8}),
-                         RequestGroup(suffix="_A", resources={"VCPU": 1}),
-                         RequestGroup(suffix="_B", resources={"VCPU": 1})),
+        (1, 39), groups=(SearchGroup(suffix="", resources={"MEMORY_MB": 8}),
+                         SearchGroup(suffix="_A", resources={"VCPU": 1}),
+                         SearchGroup(suffix="_B", resources={"VCPU": 1})),
         group_policy="none")
     assert live._kept.budget() == 30 and live._kept.per_tree() == 5
     whole = list(find_candidates(live, request))

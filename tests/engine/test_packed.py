@@ -11,7 +11,7 @@ from allotment.engine import (
     AllocationCandidatesRequest,
     Inventory,
     ProviderRecord,
-    RequestGroup,
+    SearchGroup,
     Snapshot,
     anchors,
     find_candidates,
@@ -24,9 +24,9 @@ from tests.engine.test_candidates_properties import pid
 
 # Two isolated groups of one device each: 4 x 3 = 12 candidates per host.
 REQUEST = AllocationCandidatesRequest.for_microversion(
-    (1, 39), groups=(RequestGroup(suffix="", resources={"VCPU": 1}),
-                     RequestGroup(suffix="1", resources={"CUSTOM_DEVICE": 1}),
-                     RequestGroup(suffix="2", resources={"CUSTOM_DEVICE": 1})),
+    (1, 39), groups=(SearchGroup(suffix="", resources={"VCPU": 1}),
+                     SearchGroup(suffix="1", resources={"CUSTOM_DEVICE": 1}),
+                     SearchGroup(suffix="2", resources={"CUSTOM_DEVICE": 1})),
     group_policy="isolate")
 
 

@@ -24,7 +24,7 @@ from tests.harness.servers import upstream_manage
 
 pytestmark = pytest.mark.slow
 OURS = ("placement_changes", "placement_feed_state", "allotment_writer",
-        "allotment_adoption", migration.OWN_VERSIONS)
+        "allotment_adoption", "allotment_epoch", migration.OWN_VERSIONS)
 
 
 @pytest.fixture(params=BACKENDS)

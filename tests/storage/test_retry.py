@@ -36,7 +36,7 @@ def test_an_aborted_transaction_is_run_again_until_it_commits():
 def test_a_transaction_aborted_every_time_is_a_503_after_the_attempts():
     work, calls = _failing(100, errors.TransactionAborted)
     with pytest.raises(errors.TransactionAborted):
-        retry.run(work, attempts=5)
+        retry.run(work, retry.Policy(attempts=5))
     assert len(calls) == 5
 
 

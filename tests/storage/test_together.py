@@ -99,8 +99,11 @@ def test_the_feed_and_the_trees_it_names_come_from_one_snapshot(db, pipelines):
                                           reserved_may_equal_total=True)
     for _ in range(2):  # learn, then together
         with db.read() as conn:
-            entries, trees = catch_up.read(conn, head - 1, (), [root.id])
-            assert entries == feed.read(conn, head - 1)
+            position = feed.position_at(conn, head - 1)
+            found, trees = catch_up.read(conn, position, (), [root.id])
+            assert not found.back
+            entries = found.entries
+            assert found == feed.read(conn, position)
             assert trees == store.load(conn, [root.id])
         assert [e.roots for e in entries][-1] == (root.id,)
         assert trees[child.id].inventories["VCPU"][0] == 2
@@ -114,8 +117,9 @@ def test_feed_rows_asked_for_by_id_come_too(db):
     with db.read() as conn:
         head = feed.head(conn)
         for _ in range(2):
-            entries, _trees = catch_up.read(conn, head, [head - 2, head - 1], [root.id])
-            assert [e.id for e in entries] == [head - 2, head - 1]
+            found, _trees = catch_up.read(conn, feed.position_at(conn, head),
+                                          [head - 2, head - 1], [root.id])
+            assert [e.id for e in found.entries] == [head - 2, head - 1]
 
 
 @pytest.mark.postgresql

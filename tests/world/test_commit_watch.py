@@ -11,6 +11,7 @@ was catching up, and a probe that fails must not turn into a wrong answer.
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 import subprocess
 import sys
@@ -32,9 +33,9 @@ def feed_reads(monkeypatch) -> list[int]:
     calls: list[int] = []
     real = feed.read
 
-    def counted(conn, after, also=()):
-        calls.append(after)
-        return real(conn, after, also)
+    def counted(conn, position, also=()):
+        calls.append(position.id)
+        return real(conn, position, also)
 
     monkeypatch.setattr(feed, "read", counted)
     return calls
@@ -132,7 +133,7 @@ def test_a_broken_watch_means_reading_the_feed(db, feed_reads, monkeypatch):
     replica = Replica(db)
     replica.catch_up()
     monkeypatch.setattr(db.watch, "mark", lambda: None)
-    monkeypatch.setattr(db.probe, "newer_than", lambda head: None)
+    monkeypatch.setattr(db.probe, "newer_than", lambda position: None)
     feed_reads.clear()
     rp = provider_service.create_provider(db, name="seen")
     with replica.current() as world:
@@ -148,16 +149,16 @@ def test_a_probe_whose_connection_died_gives_way_then_comes_back(db, feed_reads,
         pytest.skip("SQLite needs no probe")
     replica = Replica(db)
     replica.catch_up()
-    assert db.probe.newer_than(replica.head) is False
+    assert db.probe.newer_than(replica.position) is False
     _kill(db, db.probe._conn.dbapi_connection)
     rp = provider_service.create_provider(db, name="after-the-cut")
     feed_reads.clear()
     with replica.current() as world:  # the probe fails; the pool answers
         assert world.snapshot.get(rp.uuid) is not None
     assert feed_reads
-    assert db.probe.newer_than(replica.head) is None  # backing off
+    assert db.probe.newer_than(replica.position) is None  # backing off
     monkeypatch.setattr(watch, "PROBE_BACKOFF", 0.0)
-    assert db.probe.newer_than(replica.head) is False  # connected again
+    assert db.probe.newer_than(replica.position) is False  # connected again
     feed_reads.clear()
     with replica.current():
         pass
@@ -172,11 +173,11 @@ def test_on_postgresql_the_probe_is_one_prepared_statement(db, monkeypatch):
     monkeypatch.setattr(watch, "PROBE_BACKOFF", 0.0)  # whatever earlier tests did
     replica = Replica(db)
     replica.catch_up()
-    assert db.probe.newer_than(replica.head) is False
+    assert db.probe.newer_than(replica.position) is False
     pgconn = db.probe._pgconn
     assert pgconn is not None
     provider_service.create_provider(db, name="seen-by-the-prepared-probe")
-    assert db.probe.newer_than(replica.head) is True
+    assert db.probe.newer_than(replica.position) is True
     assert db.probe._pgconn is pgconn  # the same connection, prepared once
 
 
@@ -194,8 +195,8 @@ def test_the_probe_reads_an_index_however_long_the_feed(db, monkeypatch):
     replica = Replica(db)
     replica.catch_up()
     for _ in range(12):
-        assert db.probe.newer_than(replica.head) is False
-    assert db.probe.newer_than(replica.head - 1) is True
+        assert db.probe.newer_than(replica.position) is False
+    assert db.probe.newer_than(dataclasses.replace(replica.position, id=replica.head - 1)) is True
     pgconn = db.probe._pgconn
     takes = pgconn.exec_params(b"SELECT cardinality(parameter_types) FROM "
                                b"pg_prepared_statements WHERE name = $1", [watch.PREPARED_PROBE])
@@ -214,11 +215,11 @@ def test_a_probe_whose_statement_fails_gives_way(db, monkeypatch):
     monkeypatch.setattr(watch, "PROBE_BACKOFF", 0.0)
     replica = Replica(db)
     replica.catch_up()
-    assert db.probe.newer_than(replica.head) is False
+    assert db.probe.newer_than(replica.position) is False
     db.probe._pgconn.exec_(b"DEALLOCATE " + watch.PREPARED_PROBE)
-    assert db.probe.newer_than(replica.head) is None
+    assert db.probe.newer_than(replica.position) is None
     assert db.probe._pgconn is None
-    assert db.probe.newer_than(replica.head) is False
+    assert db.probe.newer_than(replica.position) is False
     assert db.probe._pgconn is not None
 
 
@@ -261,10 +262,10 @@ def test_a_question_asked_ahead_is_answered_to_its_asker(db, monkeypatch):
     replica = _postgresql_probe(db, monkeypatch)
     db.probe.ask()
     assert db.probe._pending is not None
-    assert db.probe.newer_than(replica.head) is False  # the answer asked for
+    assert db.probe.newer_than(replica.position) is False  # the answer asked for
     assert db.probe._pending is None
     provider_service.create_provider(db, name="after-the-answer")
-    assert db.probe.newer_than(replica.head) is True  # asked again, now
+    assert db.probe.newer_than(replica.position) is True  # asked again, now
 
 
 def test_an_answer_asked_ahead_never_serves_a_later_request(db, monkeypatch):
@@ -276,10 +277,10 @@ def test_an_answer_asked_ahead_never_serves_a_later_request(db, monkeypatch):
     # Another request, begun after the commit: the earlier question's answer
     # may predate the commit, so it is thrown away and the question asked anew.
     later = contextvars.Context()
-    assert later.run(db.probe.newer_than, replica.head) is True
+    assert later.run(db.probe.newer_than, replica.position) is True
     assert db.probe._pending is None
     # The first request no longer has an answer waiting: it asks again too.
-    assert db.probe.newer_than(replica.head) is True
+    assert db.probe.newer_than(replica.position) is True
 
 
 def test_a_question_nobody_took_ends_with_its_request(db, monkeypatch):
@@ -288,12 +289,13 @@ def test_a_question_nobody_took_ends_with_its_request(db, monkeypatch):
     db.probe.settle()
     assert db.probe._pending is None
     provider_service.create_provider(db, name="after-the-settled-question")
-    assert db.probe.newer_than(replica.head) is True
+    assert db.probe.newer_than(replica.position) is True
     db.probe.settle()  # nothing asked: nothing to do
     db.probe.ask()
     db.probe.ask()  # asked twice: the first answer is thrown away unread
-    assert db.probe.newer_than(replica.head) is True
-    assert db.probe.newer_than(replica.head - 10**9) is True
+    assert db.probe.newer_than(replica.position) is True
+    far_behind = dataclasses.replace(replica.position, id=replica.head - 10**9)
+    assert db.probe.newer_than(far_behind) is True
 
 
 def test_a_question_asked_ahead_on_a_dead_connection_gives_way(db, feed_reads, monkeypatch):
@@ -306,7 +308,7 @@ def test_a_question_asked_ahead_on_a_dead_connection_gives_way(db, feed_reads, m
         assert world.snapshot.get(rp.uuid) is not None
     assert feed_reads
     db.probe.settle()
-    assert db.probe.newer_than(replica.head) is False  # connected again
+    assert db.probe.newer_than(replica.position) is False  # connected again
 
 
 def test_a_read_over_http_takes_the_answer_it_asked_for_ahead(app, db, database_url,

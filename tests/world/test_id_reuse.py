@@ -11,13 +11,14 @@ from allotment.service import provider_traits as trait_service
 from allotment.service import resource_providers as provider_service
 from allotment.service.consumers import ConsumerRequest
 from allotment.world.sync import Replica
+from tests.harness import sql_answers
 from tests.world.test_sync import state
 
 CONSUMER = "00000000-0000-0000-0000-000000000001"
 
 
 def provider(db, name: str):
-    return next(p for p in provider_service.list_providers_from_database(
+    return next(p for p in sql_answers.list_providers_from_database(
         db, provider_service.ProviderFilters()) if p.name == name)
 
 

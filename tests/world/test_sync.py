@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from allotment import errors
-from allotment.engine import AllocationCandidatesRequest, RequestGroup, find_candidates
+from allotment.engine import AllocationCandidatesRequest, SearchGroup, find_candidates
 from allotment.service import aggregates as aggregate_service
 from allotment.service import allocations as allocation_service
 from allotment.service import inventories as inventory_service
@@ -31,8 +31,8 @@ from allotment.service import resource_classes as class_service
 from allotment.service import resource_providers as provider_service
 from allotment.service.consumers import ConsumerRequest
 from allotment.storage import clock
-from allotment.storage import db as db_mod
 from allotment.world.sync import Replica
+from tests.harness import sql_answers
 
 pytestmark = pytest.mark.slow
 
@@ -40,15 +40,15 @@ AGGS = [f"11111111-1111-1111-1111-{i:012d}" for i in range(3)]
 TRAITS = ["HW_CPU_X86_AVX2", "CUSTOM_GOLD", "MISC_SHARES_VIA_AGGREGATE"]
 CLASSES = ["VCPU", "DISK_GB", "CUSTOM_MAGIC"]
 REQUESTS = [
-    AllocationCandidatesRequest(groups=(RequestGroup(resources={"VCPU": 1}),)),
-    AllocationCandidatesRequest(groups=(RequestGroup(resources={"VCPU": 1, "DISK_GB": 2}),)),
+    AllocationCandidatesRequest(groups=(SearchGroup(resources={"VCPU": 1}),)),
+    AllocationCandidatesRequest(groups=(SearchGroup(resources={"VCPU": 1, "DISK_GB": 2}),)),
     AllocationCandidatesRequest(groups=(
-        RequestGroup(resources={"DISK_GB": 1}),
-        RequestGroup(suffix="_X", resources={"VCPU": 1},
+        SearchGroup(resources={"DISK_GB": 1}),
+        SearchGroup(suffix="_X", resources={"VCPU": 1},
                      required_traits=(frozenset({"HW_CPU_X86_AVX2"}),))),
         group_policy="none"),
     AllocationCandidatesRequest(groups=(
-        RequestGroup(resources={"CUSTOM_MAGIC": 1}, member_of=(frozenset(AGGS[:2]),)),)),
+        SearchGroup(resources={"CUSTOM_MAGIC": 1}, member_of=(frozenset(AGGS[:2]),)),)),
 ]
 
 
@@ -91,7 +91,7 @@ class Cloud:
         trait_names.ensure_trait(self.dbs[0], "CUSTOM_GOLD")
 
     def providers(self, db) -> list:
-        return provider_service.list_providers_from_database(
+        return sql_answers.list_providers_from_database(
             db, provider_service.ProviderFilters())
 
     def op(self, db, kind: str) -> None:
@@ -149,15 +149,6 @@ class Cloud:
 KINDS = ["create", "create", "inventory", "inventory", "traits", "traits", "aggregates",
          "aggregates", "move", "rename", "delete", "allocate", "allocate", "allocate",
          "deallocate", "class"]
-
-
-@pytest.fixture
-def processes(database_url, db):
-    """Three more "processes" on the same database."""
-    dbs = [db_mod.Database(db_mod.create_engine(database_url)) for _ in range(3)]
-    yield dbs
-    for other in dbs:
-        other.dispose()
 
 
 @settings(max_examples=8, deadline=None,
@@ -364,7 +355,7 @@ def test_a_writer_holding_its_feed_id_keeps_later_writers_behind_it(db, processe
         assert len(world.snapshot) == 2
     assert replica.head == taken + 1 and not replica.gaps
     with db.autocommit() as c:
-        assert feed.ids_after(c, taken - 1) == [taken, taken + 1]
+        assert feed.last_after(c, taken - 1)[0] == [taken, taken + 1]
 
 
 def test_a_rolled_back_feed_id_is_taken_by_the_next_writer(db, processes):
