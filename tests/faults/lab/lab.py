@@ -129,6 +129,11 @@ class Lab:
             self.apis.append(api)
             api.start(self.client.netns)
         self.wait_api()
+        if self.galera is not None:
+            # The schema and the standard classes and traits durable, however
+            # lax the log's flushing: a crash may lose a fault's writes, not
+            # the lab's ground (a database without VCPU answers nothing).
+            self.galera.flush_logs()
 
     def stop(self) -> None:
         for api in self.apis:
