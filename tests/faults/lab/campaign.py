@@ -25,14 +25,15 @@ SUMMED = ("attempted", "acknowledged", "lost_by_database", "lost_by_allotment",
           "proxy_5xx", "feed_rows_lost")
 
 
-def table(results: list[Result]) -> str:
+def table(rows: list[dict]) -> str:
+    """The rows of several runs (Result.row(), or --out's lines), summed."""
     groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
     skipped: dict[tuple[str, str], str] = {}
-    for r in results:
-        if r.skipped:
-            skipped[r.fault, r.backend] = r.skipped
+    for row in rows:
+        if row.get("skipped"):
+            skipped[row["fault"], row["backend"]] = row["skipped"]
         else:
-            groups[r.fault, r.backend].append(r.row())
+            groups[row["fault"], row["backend"]].append(row)
     lines = ["| fault | backend | runs | writes attempted | acknowledged | lost by the "
              "database | lost by allotment | refused stored | over capacity | worlds out "
              "of step after healing | longest to be in step (s) | 503 | other 5xx |",
@@ -74,7 +75,13 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", type=Path, help="write every fault's result here (JSON lines)")
     parser.add_argument("--keep", action="store_true", help="keep the lab's directory")
+    parser.add_argument("--table", nargs="+", type=Path, metavar="FILE",
+                        help="only print the table of earlier runs' --out files")
     args = parser.parse_args()
+    if args.table:
+        print(table([json.loads(line) for path in args.table
+                     for line in path.read_text().splitlines() if line.strip()]))
+        return 0
     rnd = random.Random(args.seed)
     names = [n for n in args.faults.split(",") if n] or [f.name for f in FAULTS]
     backends = ["galera", "postgres"] if args.backend == "both" else [args.backend]
@@ -111,7 +118,7 @@ def main() -> int:
             lab.stop()
             if not args.keep:
                 lab.remove()
-    print(table(results))
+    print(table([r.row() for r in results]))
     return 1 if any(r.problems() for r in results) else 0
 
 
