@@ -32,7 +32,12 @@ def _lab(settings: Settings):
     reason = _needs()
     if reason:
         pytest.skip(reason)
-    lab = Lab(settings).start()
+    try:
+        lab = Lab(settings).start()
+    except Exception:
+        # A cluster that failed to form is formed again once from scratch,
+        # as scripts/test does with its own (Lab.start cleaned up after itself).
+        lab = Lab(settings).start()
     try:
         yield lab
     finally:
