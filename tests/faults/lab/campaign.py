@@ -66,6 +66,9 @@ def main() -> int:
                         help="Galera: innodb_flush_log_at_timeout (s)")
     parser.add_argument("--synchronous-commit", default="on",
                         help="PostgreSQL: synchronous_commit")
+    parser.add_argument("--synchronous-standby", action="store_true",
+                        help="PostgreSQL: synchronous_standby_names = '*' (commits wait "
+                        "for the replica)")
     parser.add_argument("--wal-writer-delay", type=int, default=200,
                         help="PostgreSQL: wal_writer_delay (ms)")
     parser.add_argument("--faults", default="",
@@ -89,7 +92,8 @@ def main() -> int:
     for backend in backends:
         settings = Settings(backend, flush=args.flush, flush_timeout=args.flush_timeout,
                             synchronous_commit=args.synchronous_commit,
-                            wal_writer_delay_ms=args.wal_writer_delay)
+                            wal_writer_delay_ms=args.wal_writer_delay,
+                            synchronous_standby=args.synchronous_standby)
         faults = [BY_NAME[n] for n in names if backend in BY_NAME[n].backends]
         lab = Lab(settings)
         print(f"# {backend}: {settings} in {lab.directory}", flush=True)

@@ -34,6 +34,7 @@ class Settings:
     flush_timeout: int = 1       # Galera: innodb_flush_log_at_timeout
     synchronous_commit: str = "on"   # PostgreSQL
     wal_writer_delay_ms: int = 200   # PostgreSQL
+    synchronous_standby: bool = False  # PostgreSQL: synchronous_standby_names = '*'
     api_hosts: int = 2
     workers: int = 2
 
@@ -108,7 +109,8 @@ class Lab:
             hosts = [n.add_host("pg1", 21), n.add_host("pg2", 22)]
             self.pg = postgres.PostgresPair(*hosts, self.directory / "pg",
                                             synchronous_commit=s.synchronous_commit,
-                                            wal_writer_delay_ms=s.wal_writer_delay_ms)
+                                            wal_writer_delay_ms=s.wal_writer_delay_ms,
+                                            synchronous_standby=s.synchronous_standby)
             self.pg.start()
             with self.pg.connect() as conn:
                 conn.execute(f"CREATE DATABASE {DATABASE}")

@@ -56,10 +56,14 @@ class Server:
 
 class PostgresPair:
     def __init__(self, primary: Host, replica: Host, directory: Path, *,
-                 synchronous_commit: str = "on", wal_writer_delay_ms: int = 200) -> None:
+                 synchronous_commit: str = "on", wal_writer_delay_ms: int = 200,
+                 synchronous_standby: bool = False) -> None:
         self.directory = directory
         self.settings = {"synchronous_commit": synchronous_commit,
                          "wal_writer_delay": f"{wal_writer_delay_ms}ms"}
+        if synchronous_standby:
+            # A commit waits until the replica has flushed it too.
+            self.settings["synchronous_standby_names"] = "*"
         self.primary = Server("pg1", primary, directory / "pg1")
         self.replica = Server("pg2", replica, directory / "pg2")
         self.promoted = False
