@@ -98,7 +98,7 @@ class PostgresPair:
         r = self.replica
         self._as_postgres(r.host, str(_bin() / "pg_basebackup"), "-h", p.host.address,
                           "-p", str(PORT), "-U", "postgres", "-D", str(r.directory),
-                          "-R", "-X", "stream")
+                          "-R", "-X", "stream", "-c", "fast")
         self._start(r)
         for server in (p, r):
             server.check = server.host.popen(
@@ -159,6 +159,6 @@ class PostgresPair:
         self._as_postgres(old.host, "rm", "-rf", str(old.directory))
         self._as_postgres(old.host, str(_bin() / "pg_basebackup"), "-h", new.host.address,
                           "-p", str(PORT), "-U", "postgres", "-D", str(old.directory),
-                          "-R", "-X", "stream")
+                          "-R", "-X", "stream", "-c", "fast")
         self._start(old)
         self.primary, self.replica, self.promoted = new, old, False
