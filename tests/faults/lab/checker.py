@@ -6,8 +6,9 @@ whether allotment kept its word (docs/reliability.md):
   that commit, counted apart: a write is the database's loss only when
   every row it wrote is gone (the consumer is back in an earlier
   acknowledged state, or a created provider is absent), it was
-  acknowledged before the database crashed, and the crash demonstrably
-  lost the feed's tail (its last id went back);
+  acknowledged before the database crashed, and nothing written after
+  it survived that crash (a lost tail; a hole before a surviving later
+  commit is allotment's);
 * no refused write stored (the consumer is in a state no acknowledged or
   unknown write could have left);
 * every API worker's world equal to the database (usages, generations,
@@ -174,6 +175,7 @@ class Crash:
     at: float
     head_before: int
     head_after: int
+    sampled_at: float = 0.0   # when head_before was read
 
     @property
     def lost_tail(self) -> bool:
@@ -212,6 +214,8 @@ def judge(ops: list[Op], truth: Truth, crashes: list[Crash]) -> Verdict:
         verdict.unknown += op.outcome == "unknown"
         if op.kind != "inventory":
             by_subject.setdefault(op.subject, []).append(op)
+    reflected: list[Op] = []   # acknowledged writes the database shows
+    missing: list[Op] = []     # acknowledged writes it does not
     for subject, seq in by_subject.items():
         if seq[0].kind == "host":
             actual = "present" if subject in truth.providers else None
@@ -228,17 +232,34 @@ def judge(ops: list[Op], truth: Truth, crashes: list[Crash]) -> Verdict:
             elif op.outcome == "unknown":
                 allowed = allowed | {_apply(s, op) for s in allowed}
         if actual in allowed:
+            reflected.extend(o for _, o in states[1:])
             continue
         earlier = [i for i, (s, _) in enumerate(states) if s == actual]
         if not earlier:
             verdict.refused_stored.append(f"{subject}: holds {actual!r}, which no "
                                           f"acknowledged or unknown write left: {seq}")
             continue
-        lost = [o for _, o in states[earlier[-1] + 1:]]
-        to_database = all(any(c.lost_tail and o.end <= c.at for c in crashes) for o in lost)
-        (verdict.lost_by_database if to_database else verdict.lost_by_allotment).extend(
-            f"{o.kind} {o.subject} -> {o.target} acknowledged at {o.end:.3f}" for o in lost)
+        reflected.extend(o for _, o in states[1:earlier[-1] + 1])
+        missing.extend(o for _, o in states[earlier[-1] + 1:])
+    for o in missing:
+        text = f"{o.kind} {o.subject} -> {o.target} acknowledged at {o.end:.3f}"
+        (verdict.lost_by_database if _lost_tail(o, reflected, crashes)
+         else verdict.lost_by_allotment).append(text)
     for u, used in truth.usage.items():
         if u in truth.capacity and used > truth.capacity[u]:
             verdict.over_capacity.append(f"{u}: {used} VCPU of {truth.capacity[u]}")
     return verdict
+
+
+def _lost_tail(write: Op, reflected: list[Op], crashes: list[Crash]) -> bool:
+    """Whether ``write`` went with a tail the database lost in a crash: a
+    crash came after it was acknowledged, and no write begun after that
+    acknowledgement and before the crash (so committed after it) survived.
+    A database that loses commits loses its last ones; a hole before a
+    surviving later commit is not the database's doing."""
+    for crash in crashes:
+        if write.end > crash.at:
+            continue
+        if not any(write.end < o.start < crash.at for o in reflected):
+            return True
+    return False

@@ -120,7 +120,9 @@ def crash_one_node(lab: Lab, hold: float) -> list[Crash]:
 def crash_all_nodes(lab: Lab, hold: float) -> list[Crash]:
     """Every Galera node killed -9 within a second, then the operator's
     recovery: bootstrap from the most advanced node."""
-    before = feed_head(lab.truth())
+    engine = lab.truth()
+    before = feed_head(engine)
+    sampled = time.time()
     spread = lab.galera.kill_all()
     at = time.time()
     assert spread < 1.0, f"the nodes died {spread:.2f} s apart"
@@ -129,18 +131,20 @@ def crash_all_nodes(lab: Lab, hold: float) -> list[Crash]:
     # The feed's last id as recovered, read before haproxy (2 checks 2 s
     # apart) lets any client write to the bootstrapped node.
     lab.galera.recover_all(lambda node: after.append(feed_head(lab.truth())))
-    return [Crash(at, before, after[0])]
+    return [Crash(at, before, after[0], sampled)]
 
 
 def crash_primary_and_promote(lab: Lab, hold: float) -> list[Crash]:
     """kill -9 of the PostgreSQL primary (and its backends), the replica
     promoted; haproxy's check then sends the API to it."""
-    before = feed_head(lab.truth())
+    engine = lab.truth()
+    before = feed_head(engine)
+    sampled = time.time()
     lab.pg.crash(lab.pg.primary)
     at = time.time()
     _hold(hold)
     lab.pg.promote()
-    crash = Crash(at, before, feed_head(lab.truth()))
+    crash = Crash(at, before, feed_head(lab.truth()), sampled)
     lab.pg.rebuild_replica()
     return [crash]
 

@@ -68,6 +68,7 @@ class Result:
             "status_503": a.statuses.get(503, 0),
             "bad_5xx": len(a.bad), "proxy_5xx": a.proxy_errors, "no_answer": a.no_answer,
             "heal_s": round(self.heal_seconds, 1),
+            "crashes": [vars(x) for x in self.crashes],
         }
 
 
