@@ -231,16 +231,20 @@ def judge(ops: list[Op], truth: Truth, crashes: list[Crash]) -> Verdict:
                 allowed = {states[-1][0]}
             elif op.outcome == "unknown":
                 allowed = allowed | {_apply(s, op) for s in allowed}
+        # Writes certainly applied: those up to the first state that is
+        # the database's (a claim and its delete both lost leave the state
+        # they would leave applied).  Writes missing: those after the last.
+        matches = [i for i, (s, _) in enumerate(states) if s == actual]
         if actual in allowed:
-            reflected.extend(o for _, o in states[1:])
+            upto = matches[0] if matches else len(states) - 1
+            reflected.extend(o for _, o in states[1:upto + 1])
             continue
-        earlier = [i for i, (s, _) in enumerate(states) if s == actual]
-        if not earlier:
+        if not matches:
             verdict.refused_stored.append(f"{subject}: holds {actual!r}, which no "
                                           f"acknowledged or unknown write left: {seq}")
             continue
-        reflected.extend(o for _, o in states[1:earlier[-1] + 1])
-        missing.extend(o for _, o in states[earlier[-1] + 1:])
+        reflected.extend(o for _, o in states[1:matches[0] + 1])
+        missing.extend(o for _, o in states[matches[-1] + 1:])
     for o in missing:
         text = f"{o.kind} {o.subject} -> {o.target} acknowledged at {o.end:.3f}"
         (verdict.lost_by_database if _lost_tail(o, reflected, crashes)
