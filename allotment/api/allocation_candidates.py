@@ -172,6 +172,8 @@ def _parse(pairs: tuple[tuple[str, str], ...],
 
 
 class AllocationCandidates(Resource):
+    world_reads = ("GET",)
+
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         require_version(req, "1.10")
         authorize(req, "placement:allocation_candidates:list")

@@ -11,6 +11,8 @@ from allotment.service import resource_providers as service
 
 
 class ProviderUsages(Resource):
+    world_reads = ("GET",)
+
     def on_get(self, req: falcon.Request, resp: falcon.Response, uuid: str) -> None:
         authorize(req, "placement:resource_providers:usages")
         try:

@@ -12,7 +12,14 @@ _METHODS = ("GET", "PUT", "POST", "DELETE", "PATCH")
 
 
 class Resource:
-    """A URL of the API; subclasses define ``on_get``/``on_put``/...."""
+    """A URL of the API; subclasses define ``on_get``/``on_put``/....
+
+    ``world_reads``: the methods answered from the process's provider world
+    (allotment.world): their requests ask the database early whether it
+    moved (api.ask_ahead).
+    """
+
+    world_reads: tuple[str, ...] = ()
 
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime

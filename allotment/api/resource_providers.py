@@ -151,6 +151,8 @@ def list_filters(req: falcon.Request) -> service.ProviderFilters:
 # -- resources -------------------------------------------------------------
 
 class ResourceProviders(Resource):
+    world_reads = ("GET",)
+
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         authorize(req, "placement:resource_providers:list")
         if candidates_extensions.requested(req.get_header(candidates_extensions.HEADER)):
@@ -208,6 +210,8 @@ class ResourceProviders(Resource):
 
 
 class ResourceProvider(Resource):
+    world_reads = ("GET",)
+
     def on_get(self, req: falcon.Request, resp: falcon.Response, uuid: str) -> None:
         authorize(req, "placement:resource_providers:show")
         row = service.show_provider(self.replica, uuid)

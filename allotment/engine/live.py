@@ -29,7 +29,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Hashable, Iterable, Mapping
 
-from allotment.engine import kept, revisions
+from allotment.engine import kept, revisions, sharing_anchors
 from allotment.engine.inventory_maps import InventoryMaps, limits_of
 from allotment.engine.snapshot import SHARES_TRAIT, ProviderRecord, Snapshot
 
@@ -257,8 +257,8 @@ class LiveSnapshot(Snapshot):
                  if self.uuids[i] is not None and i not in placed_set] + placed
         self._regraft(nodes, records, placed)
         self._index_trees(nodes)
-        self._reanchor(touched_aggs,
-                       sharing_before | {i for i in placed if self.is_sharing[i]})
+        sharing_anchors.reanchor(
+            self, touched_aggs, sharing_before | {i for i in placed if self.is_sharing[i]})
         self._lazy.children = None
         self._lazy.trees = None
         self._records = None
@@ -470,45 +470,3 @@ class LiveSnapshot(Snapshot):
                 root[k] = root[parent[k]]
                 depth[k] = depth[parent[k]] + 1
                 done.add(k)
-
-    def _reanchor(self, aggs: set[str], sharing_before: set[int]) -> None:
-        """Recompute which trees the affected sharing providers serve."""
-        members = self._lazy.agg_members
-        affected = set(sharing_before)
-        for a in aggs:
-            for s in members.get(a, ()):
-                if self.is_sharing[s]:
-                    affected.add(s)
-        uuids = self.uuids
-        # Unlink every affected provider first: a dropped one must be gone
-        # from every list before the others are placed by UUID.
-        for s in affected:
-            for r in self.anchors_of_sharing.pop(s, ()):
-                self._unlink_anchor(r, s)
-        for s in affected:
-            if uuids[s] is None or not self.is_sharing[s]:
-                continue
-            anchors = frozenset(self.root[q] for a in self.aggregates[s]
-                                for q in members.get(a, ()))
-            self.anchors_of_sharing[s] = anchors
-            for r in anchors:
-                if r != self.root[s]:
-                    current = self.sharing_by_anchor.get(r, ())
-                    keyed = [uuids[x] for x in current]
-                    k = bisect_left(keyed, uuids[s])
-                    self.sharing_by_anchor[r] = (*current[:k], s, *current[k:])
-        if affected:
-            keep = [s for s in self.sharing if s not in affected]
-            keep.extend(s for s in affected if uuids[s] is not None and self.is_sharing[s])
-            self.sharing = sorted(keep, key=uuids.__getitem__)
-
-    def _unlink_anchor(self, r: int, s: int) -> None:
-        current = self.sharing_by_anchor.get(r)
-        if current is None or s not in current:
-            return
-        rest = tuple(x for x in current if x != s)
-        if rest:
-            self.sharing_by_anchor[r] = rest
-        else:
-            del self.sharing_by_anchor[r]
-

@@ -49,7 +49,7 @@ from itertools import compress
 from operator import attrgetter
 from types import MappingProxyType
 
-from allotment.engine import inventory_maps
+from allotment.engine import inventory_maps, sharing_anchors
 from allotment.engine.forest import roots_and_depths
 from allotment.engine.records import (
     CAPACITY,
@@ -254,24 +254,13 @@ class Snapshot:
         else:
             self.is_sharing = (False,) * n
             self.sharing = ()
-        # A sharing provider serves (is "anchored" by) the tree of every
-        # provider that shares one of its aggregates, itself included.
-        anchors_of_sharing: dict[int, frozenset[int]] = {}
-        sharing_by_anchor: dict[int, list[int]] = {}
-        if self.sharing:
-            agg_members = self.agg_members
-            for s in self.sharing:
-                anchors = frozenset(
-                    root[q] for agg in aggregates[s] for q in agg_members[agg])
-                anchors_of_sharing[s] = anchors
-                for r in anchors:
-                    if r != root[s]:
-                        sharing_by_anchor.setdefault(r, []).append(s)
+        # Which trees each sharing provider serves (aggregate members are
+        # indexed only when there is a sharing provider to ask about).
+        anchors_of_sharing, sharing_by_anchor = sharing_anchors.anchor_all(
+            self.sharing, root, aggregates,
+            self.agg_members if self.sharing else {})
         self.anchors_of_sharing = MappingProxyType(anchors_of_sharing)
-        # Sharing providers were visited in position order, so each list is
-        # already sorted.
-        self.sharing_by_anchor = MappingProxyType(
-            {r: tuple(s) for r, s in sharing_by_anchor.items()})
+        self.sharing_by_anchor = MappingProxyType(sharing_by_anchor)
         return self
 
     def with_usage(self, used: Mapping[str, Mapping[str, int]]) -> Snapshot:

@@ -16,7 +16,16 @@ from oslo_middleware import cors as cors_mw
 from oslo_middleware import http_proxy_to_wsgi
 
 from allotment import errors
-from allotment.api import limits, metrics, middleware, rendering
+from allotment.api import (
+    ask_ahead,
+    collector_pause,
+    limits,
+    metrics,
+    negotiation,
+    rendering,
+    request_identity,
+    wsgi_path,
+)
 from allotment.api import routes as api_routes
 from allotment.auth import authenticate as auth_middleware
 from allotment.auth.policy import Policy
@@ -49,9 +58,10 @@ def create_app(conf: cfg.ConfigOpts, *, db: Database | None = None,
     policy = Policy(conf)
 
     app = falcon.App(
-        middleware=[metrics.CountRequests(), middleware.Microversion(), middleware.ContentChecks(),
+        middleware=[metrics.CountRequests(), negotiation.Microversion(),
+                    negotiation.ContentChecks(),
                     limits.Middleware(limits.Limits.from_conf(conf)),
-                    middleware.Context()],
+                    request_identity.Context()],
     )
     # Placement treats "a=" as a present-but-empty value and reports it.
     app.req_options.keep_blank_qs_values = True
@@ -61,7 +71,8 @@ def create_app(conf: cfg.ConfigOpts, *, db: Database | None = None,
     # The web view reads through the routed application in process; the
     # echo of Allotment-Extensions tells its client that the listing
     # extension answered (without it the client reads provider by provider).
-    for path, resource in routes(runtime, api=middleware.ExtensionsEcho(app)):
+    served = routes(runtime, api=negotiation.ExtensionsEcho(app))
+    for path, resource in served:
         app.add_route(path, resource)
     app.add_error_handler(Exception, _unexpected_error)
     app.add_error_handler(falcon.HTTPError, _framework_error)
@@ -72,15 +83,16 @@ def create_app(conf: cfg.ConfigOpts, *, db: Database | None = None,
     wsgi = web_session.CookieToken(wsgi)
     if conf.cors.allowed_origin:
         wsgi = cors_mw.CORS(wsgi, conf)
-    wsgi = middleware.RequestId(middleware.ExtensionsEcho(wsgi))
+    wsgi = request_identity.RequestId(negotiation.ExtensionsEcho(wsgi))
     if conf.oslo_middleware.enable_proxy_headers_parsing:
         # Only then does it do anything; it costs a WebOb round trip.
         wsgi = http_proxy_to_wsgi.HTTPProxyToWSGI(wsgi, conf)
-    wsgi = middleware.AskAhead(wsgi, db.probe.ask, db.probe.settle)
+    wsgi = ask_ahead.AskAhead(wsgi, replica.ask_ahead, replica.settle,
+                              ask_ahead.world_readers(served))
     # /healthcheck needs no credentials; [allotment] metrics_bind's
     # requests reach /metrics without going through authentication.
-    outer = middleware.WsgiPath(
-        metrics.Endpoints(middleware.CollectorPause(wsgi), app, conf))
+    outer = wsgi_path.WsgiPath(
+        metrics.Endpoints(collector_pause.CollectorPause(wsgi), app, conf))
     # The routed application, for whoever needs to list what is served.
     outer.falcon_app = app
     outer.runtime = runtime

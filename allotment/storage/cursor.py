@@ -158,8 +158,6 @@ class FeedCursor:
         if none): a provider the trees read are new to is read with its usage.
         The cursor moves past what it answers: apply it, or load everything.
         """
-        if not self.gaps and self.db.probe.newer_than(self.position) is False:
-            return NOTHING
         with self.db.autocommit() as conn:
             found = feed.read(conn, self.position, self.gaps)
             if found.back:

@@ -71,6 +71,29 @@ class Replica:
             self.catch_up()
             yield self.world
 
+    def ask_ahead(self) -> None:
+        """Send the question :meth:`catch_up` begins with now, and take its
+        answer then (PostgreSQL; see ``storage.watch.FeedProbe.ask``): for a
+        request that will read the world, as soon as it arrives."""
+        self.db.probe.ask()
+
+    def settle(self) -> None:
+        """End a question asked ahead that its request did not take."""
+        self.db.probe.settle()
+
+    def _may_have_moved(self, mark: int | None) -> bool:
+        """Whether anything may have been committed since the world was last
+        brought up to date: the one place that decides whether to read the
+        feed.  On SQLite the commit counter says (``mark``); elsewhere the
+        probe asks whether the feed's last row is still the one the world
+        stands on (which a database gone back in time fails too); skipped
+        ids are asked for in any case."""
+        if self.cursor.gaps:
+            return True
+        if mark is not None:
+            return mark != self._mark
+        return self.db.probe.newer_than(self.cursor.position) is not False
+
     def catch_up(self) -> None:
         with self.lock:
             # Taken before looking, so that a commit made while we look
@@ -78,7 +101,7 @@ class Replica:
             mark = self.db.watch.mark()
             if self.world is None:
                 self.rebuild()
-            elif mark is None or mark != self._mark or self.cursor.gaps:
+            elif self._may_have_moved(mark):
                 try:
                     self._advance()
                 except BaseException:

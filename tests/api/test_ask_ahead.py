@@ -1,11 +1,16 @@
-"""api.middleware.AskAhead: world reads ask the database early, and every
-question asked is ended with its request."""
+"""api.ask_ahead.AskAhead: world reads ask the database early, and every
+question asked is ended with its request.  Which requests read the world is
+what the API's resources declare (``world_reads``)."""
 
 from __future__ import annotations
 
 import pytest
 
-from allotment.api.middleware import AskAhead
+from allotment.api import routes
+from allotment.api.ask_ahead import AskAhead, world_readers
+from allotment.runtime import Runtime
+
+READS_WORLD = world_readers(routes.build(Runtime(conf=None, db=None)))
 
 
 def _middleware(app=None):
@@ -17,7 +22,8 @@ def _middleware(app=None):
             return app(environ, start_response)
         return [b"ok"]
 
-    wrapped = AskAhead(inner, lambda: calls.append("ask"), lambda: calls.append("settle"))
+    wrapped = AskAhead(inner, lambda: calls.append("ask"), lambda: calls.append("settle"),
+                       READS_WORLD)
     return wrapped, calls
 
 
@@ -49,3 +55,20 @@ def test_a_failing_request_still_settles():
     with pytest.raises(RuntimeError):
         wrapped({"REQUEST_METHOD": "GET", "PATH_INFO": "/allocation_candidates"}, None)
     assert calls == ["ask", "app", "settle"]
+
+
+def test_a_resource_that_declares_world_reads_asks():
+    class Reader:
+        world_reads = ("GET",)
+
+        def on_get(self, req, resp) -> None:
+            pass
+
+        def on_put(self, req, resp) -> None:
+            pass
+
+    reads = world_readers([("/new/{thing}", Reader()), ("/", object())])
+    assert reads("GET", "/new/x")
+    assert not reads("PUT", "/new/x")
+    assert not reads("GET", "/")
+    assert not reads("GET", "/new")

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from allotment.api.middleware import CollectorPause
+from allotment.api.collector_pause import CollectorPause
 
 
 def _app(seen: list[bool], fail: bool = False):
