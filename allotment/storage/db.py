@@ -125,6 +125,12 @@ def _timeouts(backend: str, connect: int, statement: int) -> dict:
         options = ["-c allotment.writer=on"]
         if statement:
             options.append(f"-c statement_timeout={statement * 1000}")
+            # The statement timeout is the server's: a statement whose packets
+            # never reach it (a network partition dropping them, no reset)
+            # would be waited on until the network heals.  Data unacknowledged
+            # for as long as a statement may run ends the connection instead
+            # (TCP_USER_TIMEOUT, Linux), and the request is a 503.
+            args["tcp_user_timeout"] = statement * 1000
         args["options"] = " ".join(options)
         return args
     if backend == "mysql":
