@@ -40,6 +40,12 @@ _COMMIT_ABORTED = ("error 149 ", "deadlock")
 # "WSREP has not yet prepared node for application use": a Galera node
 # joining, or without a primary component.
 _MYSQL_NOT_READY = {1047}
+# A PostgreSQL server that cannot take writes or read the epoch's unlogged
+# table: a standby still in recovery, reached through a load balancer while
+# a failover is under way (read_only_sql_transaction; feature_not_supported
+# is raised for unlogged tables during recovery).
+_PG_READ_ONLY = "25006"
+_PG_IN_RECOVERY = ("0A000", "during recovery")
 
 
 def is_transient(exc: sa.exc.DBAPIError) -> bool:
@@ -84,6 +90,13 @@ def translate(exc: Exception) -> errors.DatabaseUnavailable | None:
     if not isinstance(exc, sa.exc.DBAPIError) or isinstance(exc, sa.exc.IntegrityError):
         return None
     reason = str(exc.orig).strip().splitlines()[0] if exc.orig is not None else str(exc)
+    sqlstate = getattr(exc.orig, "sqlstate", None)
+    if sqlstate == _PG_READ_ONLY or (
+            sqlstate == _PG_IN_RECOVERY[0] and _PG_IN_RECOVERY[1] in reason):
+        LOG.warning("Database read-only (a standby in recovery?): %s", reason)
+        return errors.DatabaseUnavailable(
+            "The database cannot take this work now (it is read-only or in recovery); "
+            "nothing was written. Please retry.")
     if _mysql_code(exc) in _MYSQL_NOT_READY:
         LOG.warning("Database node not ready: %s", reason)
         return errors.NodeNotReady(

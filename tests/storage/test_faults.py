@@ -35,6 +35,15 @@ class _PgError(Exception):
     sa.exc.TimeoutError("QueuePool limit reached"),
     pymysql.err.OperationalError(2013, "Lost connection"),  # unwrapped, from the driver
     psycopg.OperationalError("connection refused"),
+    # A PostgreSQL standby still in recovery, reached during a failover.
+    _wrapped(sa.exc.InternalError, psycopg.errors.ReadOnlySqlTransaction(
+        "cannot execute INSERT in a read-only transaction")),
+    _wrapped(sa.exc.NotSupportedError, psycopg.errors.FeatureNotSupported(
+        "cannot access temporary or unlogged relations during recovery")),
+    # Galera: a COMMIT whose outcome is unknown (never run again).
+    _wrapped(sa.exc.OperationalError, pymysql.err.OperationalError(
+        1180, "Got error 6 during COMMIT: Error while appending streaming replication "
+        "fragment (Not connected to Primary Component)")),
 ])
 def test_unavailability_is_a_503_that_is_not_retried(exc):
     translated = faults.translate(exc)
@@ -72,6 +81,7 @@ def test_a_galera_node_not_ready_is_a_503_to_wait_for():
 @pytest.mark.parametrize("exc", [
     _wrapped(sa.exc.IntegrityError, sqlite3.IntegrityError("UNIQUE constraint failed")),
     _wrapped(sa.exc.ProgrammingError, psycopg.ProgrammingError("syntax error")),
+    _wrapped(sa.exc.NotSupportedError, psycopg.errors.FeatureNotSupported("not this")),
     ValueError("not a database error"),
     errors.NotFound("no such provider"),
 ])
