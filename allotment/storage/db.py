@@ -239,7 +239,7 @@ def galera_node(cursor) -> bool:
 
 
 @contextmanager
-def _failures_as_unavailable() -> Iterator[None]:
+def _failures_as_unavailable(engine: Engine | None = None) -> Iterator[None]:
     """Raise what a database failure means to the client (see faults.py)."""
     try:
         yield
@@ -247,6 +247,14 @@ def _failures_as_unavailable() -> Iterator[None]:
         translated = faults.translate(exc)
         if translated is None:
             raise
+        if engine is not None and isinstance(exc, sa.exc.DBAPIError) and \
+                faults.read_only_server(exc.orig):
+            # A server that is (again) a standby in recovery -- reached
+            # through a load balancer during a failover -- refuses writes for
+            # as long as a session lasts, and the balancer does not end
+            # sessions on a node it marked down: every pooled connection is
+            # replaced, so the next request reaches the primary as it is now.
+            engine.dispose()
         raise translated from exc
 
 
@@ -284,7 +292,7 @@ class Database:
         options: dict = {}
         if self.backend in ("postgresql", "mysql"):
             options["isolation_level"] = "REPEATABLE READ"
-        with _failures_as_unavailable(), self.engine.connect() as conn:
+        with _failures_as_unavailable(self.engine), self.engine.connect() as conn:
             if options:
                 conn = conn.execution_options(**options)
             with conn.begin():
@@ -298,7 +306,7 @@ class Database:
         before it commits.  A database failure (see faults.py) raises
         errors.DatabaseUnavailable, a deadlock errors.TransactionAborted.
         """
-        with _failures_as_unavailable(), self.engine.connect() as conn:
+        with _failures_as_unavailable(self.engine), self.engine.connect() as conn:
             conn = conn.execution_options(allotment_write=True)
             feed.begin(conn)
             try:
@@ -319,7 +327,7 @@ class Database:
         For single reads that need no consistency with each other: one
         round trip, no BEGIN or COMMIT.
         """
-        with _failures_as_unavailable(), self.engine.connect() as conn:
+        with _failures_as_unavailable(self.engine), self.engine.connect() as conn:
             if self.backend == "sqlite":
                 # The driver is in autocommit mode already (BEGIN is ours,
                 # see _setup_sqlite): skipping BEGIN is enough, and cheaper

@@ -48,6 +48,14 @@ _PG_READ_ONLY = "25006"
 _PG_IN_RECOVERY = ("0A000", "during recovery")
 
 
+def read_only_server(orig: BaseException) -> bool:
+    """Whether a driver error says the PostgreSQL server is read-only or in
+    recovery (a standby), rather than anything about this transaction."""
+    sqlstate = getattr(orig, "sqlstate", None)
+    return sqlstate == _PG_READ_ONLY or (
+        sqlstate == _PG_IN_RECOVERY[0] and _PG_IN_RECOVERY[1] in str(orig))
+
+
 def is_transient(exc: sa.exc.DBAPIError) -> bool:
     """A conflict with another transaction: running this one again may work."""
     orig = exc.orig
@@ -90,9 +98,7 @@ def translate(exc: Exception) -> errors.DatabaseUnavailable | None:
     if not isinstance(exc, sa.exc.DBAPIError) or isinstance(exc, sa.exc.IntegrityError):
         return None
     reason = str(exc.orig).strip().splitlines()[0] if exc.orig is not None else str(exc)
-    sqlstate = getattr(exc.orig, "sqlstate", None)
-    if sqlstate == _PG_READ_ONLY or (
-            sqlstate == _PG_IN_RECOVERY[0] and _PG_IN_RECOVERY[1] in reason):
+    if read_only_server(exc.orig):
         LOG.warning("Database read-only (a standby in recovery?): %s", reason)
         return errors.DatabaseUnavailable(
             "The database cannot take this work now (it is read-only or in recovery); "

@@ -87,3 +87,31 @@ def test_a_galera_node_not_ready_is_a_503_to_wait_for():
 ])
 def test_other_errors_are_left_alone(exc):
     assert faults.translate(exc) is None
+
+
+def test_connections_to_a_read_only_server_are_replaced(db, database_url):
+    """A PostgreSQL server that became a standby (a load balancer's pick
+    during a failover) refuses writes for as long as a session lasts: the
+    write is a 503, and that connection and every pooled one as old are
+    replaced, so the next write reaches the server as it is now."""
+    from allotment.service import resource_providers as provider_service
+
+    if db.backend != "postgresql":
+        pytest.skip("PostgreSQL's standbys")
+    name = sa.engine.make_url(database_url).database
+    admin = sa.create_engine(database_url.rsplit("/", 1)[0] + "/postgres",
+                             isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            conn.exec_driver_sql(
+                f'ALTER DATABASE "{name}" SET default_transaction_read_only = on')
+        db.engine.dispose()
+        with pytest.raises(errors.DatabaseUnavailable):
+            provider_service.create_provider(db, name="on-a-standby")
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f'ALTER DATABASE "{name}" RESET default_transaction_read_only')
+        provider_service.create_provider(db, name="on-the-primary")
+    finally:
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f'ALTER DATABASE "{name}" RESET default_transaction_read_only')
+        admin.dispose()
