@@ -81,10 +81,11 @@ class Client:
             return None
         return {next(iter(a["allocations"])) for a in resp.json()["allocation_requests"]}
 
-    def went_back(self) -> float:
+    def reloads(self) -> float:
+        """Whole reads of the world, summed over every worker."""
         text = self.call("GET", "/metrics").text
         return sum(float(line.split()[-1]) for line in text.splitlines()
-                   if line.startswith("allotment_feed_went_back_total"))
+                   if line.startswith("allotment_world_reloads_total"))
 
 
 class Truth:
@@ -184,7 +185,7 @@ def test_every_worker_follows_the_database_back(fault_setup):
         for _ in range(LOOKS):
             assert client.candidates() == {h1, h3}
             assert client.usage(h1) == CLAIMS
-        before = client.went_back()
+        before = client.reloads()
 
         db_server.crash()
         db_server.start()
@@ -196,8 +197,11 @@ def test_every_worker_follows_the_database_back(fault_setup):
 
         hosts = [h1, h2, h3]
         _within_the_bound(client, truth, h1, hosts, since)
-        # Every worker noticed (each reads its world again once).
-        assert client.went_back() - before >= 2
+        # The world was read again (the feed row it stood on gone, or its
+        # catching up cut by the server going down).  Which worker answers
+        # is the kernel's choice; the lab's test_lost_tail.py asks each
+        # worker on its own.
+        assert client.reloads() - before >= 1
 
         h4 = client.host("h4", 1000)
         hosts.append(h4)
