@@ -419,11 +419,6 @@ def stamp_of(conn: Connection, row_id: int) -> int | None:
     return conn.execute(sa.select(TABLE.c.stamp).where(TABLE.c.id == row_id)).scalar()
 
 
-def position_at(conn: Connection, row_id: int) -> Position:
-    """The position of a reader that stands on row ``row_id`` now."""
-    return Position(row_id, stamp_of(conn, row_id), epoch(conn))
-
-
 def epoch(conn: Connection) -> int | None:
     """The epoch (PostgreSQL; None elsewhere, or while nobody set it again)."""
     if conn.dialect.name != "postgresql":

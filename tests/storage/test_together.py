@@ -53,6 +53,11 @@ def pipelines(monkeypatch) -> list[int]:
     return entered
 
 
+def _position_at(conn, row_id: int) -> feed.Position:
+    """Where a reader that stands on row ``row_id`` now is."""
+    return feed.Position(row_id, feed.stamp_of(conn, row_id), feed.epoch(conn))
+
+
 def _by_sqlalchemy(conn, root_ids) -> dict:
     return store.assemble([list(conn.execute(query, params))
                            for query, params in store.tree_queries(conn, root_ids)])
@@ -99,7 +104,7 @@ def test_the_feed_and_the_trees_it_names_come_from_one_snapshot(db, pipelines):
                                           reserved_may_equal_total=True)
     for _ in range(2):  # learn, then together
         with db.read() as conn:
-            position = feed.position_at(conn, head - 1)
+            position = _position_at(conn, head - 1)
             found, trees = catch_up.read(conn, position, (), [root.id])
             assert not found.back
             entries = found.entries
@@ -117,7 +122,7 @@ def test_feed_rows_asked_for_by_id_come_too(db):
     with db.read() as conn:
         head = feed.head(conn)
         for _ in range(2):
-            found, _trees = catch_up.read(conn, feed.position_at(conn, head),
+            found, _trees = catch_up.read(conn, _position_at(conn, head),
                                           [head - 2, head - 1], [root.id])
             assert [e.id for e in found.entries] == [head - 2, head - 1]
 

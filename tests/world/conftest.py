@@ -14,3 +14,17 @@ def processes(database_url, db):
     yield dbs
     for other in dbs:
         other.dispose()
+
+
+
+def rename_holding_its_feed_id(process: db_mod.Database, uuid: str, name: str):
+    """Rename a provider through ``process`` in a transaction left open
+    once its feed row is appended: returns (connection, transaction, the
+    feed id it holds); the caller commits and closes."""
+    from allotment.storage import feed
+    from allotment.storage import resource_providers as rp_store
+
+    conn = process.engine.connect()
+    tx = conn.begin()
+    rp_store.rename(conn, rp_store.get_by_uuid(conn, uuid).id, name)
+    return conn, tx, feed.flush(conn, feed.end(conn))

@@ -33,6 +33,7 @@ from allotment.service.consumers import ConsumerRequest
 from allotment.storage import clock
 from allotment.world.sync import Replica
 from tests.harness import sql_answers
+from tests.world.conftest import rename_holding_its_feed_id
 
 pytestmark = pytest.mark.slow
 
@@ -285,7 +286,7 @@ def test_a_tree_named_only_by_a_row_committed_between_the_reads_is_read_too(
 
 def test_a_change_committing_after_a_later_one_is_not_lost(db, processes, monkeypatch):
     """Out-of-order commits: row 12 visible before row 11 commits."""
-    from allotment.storage import cursor, feed
+    from allotment.storage import cursor
 
     if db.backend != "postgresql":
         pytest.skip("rows commit in id order here (see the MySQL test below)")
@@ -296,12 +297,7 @@ def test_a_change_committing_after_a_later_one_is_not_lost(db, processes, monkey
     slow, fast = processes[0], processes[1]
 
     # The slow writer takes its feed id first and commits last.
-    conn = slow.engine.connect()
-    tx = conn.begin()
-    from allotment.storage import resource_providers as rp_store
-    row = rp_store.get_by_uuid(conn, early.uuid)
-    rp_store.rename(conn, row.id, "renamed-late")
-    feed.flush(conn, feed.end(conn))
+    conn, tx, _taken = rename_holding_its_feed_id(slow, early.uuid, "renamed-late")
     provider_service.create_provider(fast, name="quick")
     with replica.current() as world:
         assert len(world.snapshot) == 2
@@ -324,7 +320,6 @@ def test_a_writer_holding_its_feed_id_keeps_later_writers_behind_it(db, processe
     writer that took an id and has not committed keeps the next one waiting,
     so no reader ever sees a later row before it, nor has a gap to wait for."""
     from allotment.storage import feed
-    from allotment.storage import resource_providers as rp_store
 
     if db.backend != "mysql":
         pytest.skip("the tail lock is MySQL's way of taking feed ids")
@@ -332,11 +327,7 @@ def test_a_writer_holding_its_feed_id_keeps_later_writers_behind_it(db, processe
     early = provider_service.create_provider(db, name="early")
     replica.catch_up()
     slow, fast = processes[0], processes[1]
-    conn = slow.engine.connect()
-    tx = conn.begin()
-    row = rp_store.get_by_uuid(conn, early.uuid)
-    rp_store.rename(conn, row.id, "renamed-late")
-    taken = feed.flush(conn, feed.end(conn))
+    conn, tx, taken = rename_holding_its_feed_id(slow, early.uuid, "renamed-late")
     done = threading.Event()
     waiter = threading.Thread(
         target=lambda: (provider_service.create_provider(fast, name="quick"), done.set()))

@@ -22,6 +22,7 @@ from allotment.service.consumers import ConsumerRequest
 from allotment.storage import feed
 from allotment.world.sync import Replica
 from tests.harness.back_in_time import Backup
+from tests.world.conftest import rename_holding_its_feed_id
 from tests.world.test_sync import candidates, state
 
 pytestmark = pytest.mark.slow
@@ -135,19 +136,13 @@ def test_a_lost_commit_below_the_head_is_caught_by_the_epoch(db, processes):
     can commit after the head the reader stands on, and a crash can lose it
     while the head survives.  The head's stamp then says nothing; the epoch,
     emptied by crash recovery, does."""
-    from allotment.storage import resource_providers as rp_store
-
     if db.backend != "postgresql":
         pytest.skip("rows commit in id order here: a lost row takes every later one with it")
     early = provider_service.create_provider(db, name="early")
     replica = Replica(db)
     replica.catch_up()
     slow, fast = processes[0], processes[1]
-    conn = slow.engine.connect()
-    tx = conn.begin()
-    row = rp_store.get_by_uuid(conn, early.uuid)
-    rp_store.rename(conn, row.id, "renamed-late")
-    taken = feed.flush(conn, feed.end(conn))
+    conn, tx, taken = rename_holding_its_feed_id(slow, early.uuid, "renamed-late")
     provider_service.create_provider(fast, name="quick")
     replica.catch_up()
     assert taken in replica.gaps
