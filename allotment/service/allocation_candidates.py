@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from collections.abc import Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 
 from allotment import errors, telemetry
@@ -57,8 +57,8 @@ class CandidatesResult:
     # candidates (the world's cache, see world.cache); None for an answer
     # with neither.
     cache: Cache | None = None
-    # The answer already encoded, when the caller gave encoders and the
-    # request is one whose answer is kept tree by tree
+    # The answer already encoded, when the caller asked for it encoded and
+    # the request is one whose answer is kept tree by tree
     # (service.candidate_rounds); candidates and summaries are then empty.
     encoded: candidate_rounds.Assembled | None = None
 
@@ -168,7 +168,7 @@ def find(
     rng: random.Random | None = None,
     explain_limit: int | None = None,
     packed: bool = False,
-    encoders: candidate_rounds.Encoders | None = None,
+    encoded_as: Hashable | None = None,
 ) -> CandidatesResult:
     """Candidates for ``request`` and the summaries of the providers around them.
 
@@ -180,6 +180,8 @@ def find(
     result also says why up to that many trees yield nothing.  With
     ``packed`` a tree whose whole answer is kept packed may stand in the
     candidates as one :class:`Packed` (see ``search.find_candidates``).
+    With ``encoded_as`` (a shape of answer the world's codec writes: see
+    engine.codec) an answer kept tree by tree comes encoded in that shape.
     """
     plain = not isinstance(request, ExtendedRequest)
     ext = extensions.extend(request)
@@ -206,18 +208,19 @@ def find(
             if explain_limit is None:
                 return EMPTY
             return CandidatesResult([], [], explain(snap, ext, tree_limit=explain_limit))
-        if (encoders is not None and plain and max_candidates < 0
+        codec = world.codec
+        if (encoded_as is not None and codec is not None and plain and max_candidates < 0
                 and explain_limit is None and candidate_rounds.serves(snap, request)):
             trait_rank, uuids = world.names.trait_rank, snap.uuids
             return CandidatesResult([], [], encoded=candidate_rounds.assemble(
-                world, request, encoders,
+                world, request, codec.encoder(encoded_as),
                 lambda members: tuple(_summary(snap, uuids[m], trait_rank, ())
                                       for m in members),
                 rng=(rng or random.Random()) if randomize else None))
         hits = snap.kept_hits()
         candidates = list(extensions.find_extended_candidates(
             snap, ext, max_candidates=max_candidates, strategy=strategy,
-            randomize=randomize, rng=rng, packed=packed))
+            randomize=randomize, rng=rng, packer=codec if packed else None))
         if snap.kept_hits() > hits:
             telemetry.metrics().kept_hits.inc(snap.kept_hits() - hits)
         explanation = None

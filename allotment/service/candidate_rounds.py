@@ -34,6 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from allotment import telemetry
+from allotment.engine.codec import Encoder
 from allotment.engine.live import LiveSnapshot
 from allotment.engine.plan import Plan
 from allotment.engine.request import AllocationCandidatesRequest
@@ -50,20 +51,6 @@ _DEPTH = -1
 # searched in a random order each time, as the general path does.
 WHOLE_TREE = 64
 _MANY = object()  # rows' mark of such a tree: searched afresh every time
-
-
-@dataclass(frozen=True)
-class Encoders:
-    """How the renderer writes one candidate's allocation request, and one
-    tree's provider summaries (as ``"uuid":{...}`` entries, for the
-    members given as summaries), each as it stands in the answer (with
-    whatever separator the renderer puts before it); ``shape`` names what
-    they write (microversion thresholds), so that answers of another shape
-    are kept apart."""
-
-    candidate: Callable[[Candidate], bytes]
-    tree: Callable[[tuple], bytes]
-    shape: tuple
 
 
 @dataclass(frozen=True)
@@ -100,7 +87,7 @@ def _brought_up(section: dict, snap: LiveSnapshot, names_version: int) -> None:
     section[_STATE] = (snap.touch_mark(), names_version)
 
 
-def assemble(world: World, request: AllocationCandidatesRequest, encoders: Encoders,
+def assemble(world: World, request: AllocationCandidatesRequest, encoder: Encoder,
              summaries_of: Callable[[tuple[int, ...]], tuple],
              rng: random.Random | None = None) -> Assembled:
     """The answer to ``request`` over ``world`` (held still by the caller),
@@ -116,24 +103,24 @@ def assemble(world: World, request: AllocationCandidatesRequest, encoders: Encod
         return Assembled([], [])
     # Requests hold mappings (not hashable): their text names their kind.
     kind = repr(dataclasses.replace(request, limit=None))
-    trees = world.memo(("candidate-round-trees", encoders.shape))
+    trees = world.memo(("candidate-round-trees", encoder.shape))
     _brought_up(trees, snap, world.names_version)
     many = snap.trees_of_many().get
 
     def summary(r: int) -> bytes:
         encoded = trees.get(r)
         if encoded is None:
-            encoded = trees[r] = encoders.tree(summaries_of(many(r) or (r,)))
+            encoded = trees[r] = encoder.tree(summaries_of(many(r) or (r,)))
         return encoded
 
     if rng is None:
-        rows = world.memo(("candidate-rounds", kind, encoders.shape))
+        rows = world.memo(("candidate-rounds", kind, encoder.shape))
         _brought_up(rows, snap, world.names_version)
-        requests, roots, reused = _in_order(plan, rows, encoders.candidate, limit)
+        requests, roots, reused = _in_order(plan, rows, encoder.candidate, limit)
     else:
-        rows = world.memo(("candidate-rounds-whole", kind, encoders.shape))
+        rows = world.memo(("candidate-rounds-whole", kind, encoder.shape))
         _brought_up(rows, snap, world.names_version)
-        requests, roots, reused = _at_random(plan, rows, encoders.candidate, limit, rng)
+        requests, roots, reused = _at_random(plan, rows, encoder.candidate, limit, rng)
         # The summaries' trees in UUID order, as the general path writes them.
         roots.sort(key=snap.uuids.__getitem__)
     if reused:

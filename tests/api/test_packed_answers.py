@@ -1,16 +1,17 @@
 """GET /allocation_candidates answers the same when trees come packed.
 
 An answer bigger than the budget of kept answers keeps each tree's whole
-answer packed (allotment.engine.packed); from 1.34 the next request of the
-kind renders those instead of the candidates, byte for byte the same.
+answer packed (allotment.engine.packed, by api.candidates_codec); from 1.34
+the next request of the kind renders those instead of the candidates, byte
+for byte the same.
 """
 
 from __future__ import annotations
 
 import pytest
 
+from allotment.api.candidates_codec import Codec
 from allotment.engine import kept
-from allotment.engine.packed import Packed
 from tests.api.candidate_helpers import World
 
 # Two isolated groups of one device each: 4 x 3 = 12 candidates per host.
@@ -34,13 +35,13 @@ def hosts(api, monkeypatch) -> World:
 @pytest.fixture
 def unpacked(monkeypatch) -> list:
     calls: list = []
-    real = Packed.encoded
+    real = Codec.unpack
 
-    def counted(self):
-        calls.append(self.count)
-        return real(self)
+    def counted(self, packed):
+        calls.append(packed.count)
+        return real(self, packed)
 
-    monkeypatch.setattr(Packed, "encoded", counted)
+    monkeypatch.setattr(Codec, "unpack", counted)
     return calls
 
 
