@@ -51,7 +51,7 @@ def allocation_request(cand: Candidate, want: tuple[int, int]) -> dict:
 
 def summary_body(s, requested: frozenset[str] | None, want: tuple[int, int]) -> dict:
     """One provider's entry of ``provider_summaries`` (``s``: a
-    ProviderSummary); ``requested``: the classes shown, None for all."""
+    engine.summaries.ProviderSummary); ``requested``: the classes shown, None for all."""
     body: dict = {"resources": {
         rc: {"capacity": capacity, "used": used}
         for rc, (capacity, used) in s.resources.items()
@@ -147,7 +147,7 @@ def encoded_request(cand: Candidate | Packed, want: tuple[int, int],
 
 def encoded_summaries(found, request: AllocationCandidatesRequest,
                       want: tuple[int, int]) -> dict:
-    """Encoded summaries by provider (``found``: a CandidatesResult).  Each
+    """Encoded summaries by provider (``found``: an engine.answer.Answer).  Each
     is kept, by (provider, what the microversion shows), with the summary
     revision it was made at: a provider's summary is the same from one
     request to the next until it changes, and most of a big answer is

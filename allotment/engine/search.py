@@ -302,6 +302,6 @@ def tree_candidates(plan: Plan, r: int,
     request takes them from its tree (see :func:`_spread`; a random order
     with ``rng``), for a world no sharing provider is in: one tree's
     candidates are then never another's, so a caller may keep them tree by
-    tree (service.candidate_rounds), which it does instead of the engine."""
+    tree (engine.rounds), which it does instead of the search."""
     for usage, chosen in search_anchor(plan, r, rng, keep=False):
         yield chosen if usage is READY else build_candidate(plan, r, usage, chosen)
