@@ -16,7 +16,7 @@ from __future__ import annotations
 import random
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypedDict
 
 from allotment.engine import extensions, rounds, search
 from allotment.engine.codec import Codec
@@ -34,7 +34,7 @@ from allotment.engine.summaries import (
     summary,
 )
 
-__all__ = ["Answer", "ProviderSummary", "Source", "UnknownName", "answer"]
+__all__ = ["Answer", "Options", "ProviderSummary", "Source", "UnknownName", "answer"]
 
 
 class Names(Protocol):
@@ -85,6 +85,18 @@ class Answer:
 
 
 EMPTY = Answer([], [])
+
+
+class Options(TypedDict, total=False):
+    """:func:`answer`'s keyword arguments, for whoever passes them on."""
+
+    max_candidates: int
+    strategy: str
+    randomize: bool
+    rng: random.Random | None
+    explain_limit: int | None
+    packed: bool
+    encoded_as: Hashable | None
 
 
 def answer(
