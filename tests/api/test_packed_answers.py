@@ -12,7 +12,10 @@ import pytest
 
 from allotment.api.candidates_codec import Codec
 from allotment.engine import kept
+from allotment.server.app import create_app
+from allotment.service import setup
 from tests.api.candidate_helpers import World
+from tests.harness.wsgi_client import Client
 
 # Two isolated groups of one device each: 4 x 3 = 12 candidates per host.
 QUERY = ("resources=VCPU:1&resources1=CUSTOM_DEVICE:1&resources2=CUSTOM_DEVICE:1"
@@ -76,3 +79,15 @@ def test_before_134_nothing_is_packed(hosts, unpacked):
     first = hosts.get(QUERY, "1.33")
     assert hosts.get(QUERY, "1.33").text == first.text
     assert unpacked == []
+
+
+def test_a_world_read_before_the_fork_packs_too(hosts, unpacked, conf, db):
+    # allotment-api's shared world: read by the parent process, which builds
+    # no application, then served by each worker's.
+    shared = setup.load_world(db)
+    api = Client(create_app(conf, db=db, world=shared))
+    path = f"/allocation_candidates?{QUERY}"
+    first = api.get(path)
+    assert len(first.json["allocation_requests"]) == 72 and unpacked == []
+    assert api.get(path).text == first.text
+    assert unpacked == [12] * 6
