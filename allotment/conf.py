@@ -18,6 +18,11 @@ from oslo_policy import opts as policy_opts
 
 from allotment import __version__
 
+try:  # optional, as for upstream: [profiler] is honoured when installed
+    from osprofiler import opts as profiler_opts
+except ImportError:  # pragma: no cover - depends on the environment
+    profiler_opts = None
+
 CONFIG_FILE = "placement.conf"
 DEFAULT_CONSUMER_MISSING_ID = "00000000-0000-0000-0000-000000000000"
 # The embedded default: a file in the working directory, so `allotment-api`
@@ -215,6 +220,8 @@ def register_opts(conf: cfg.ConfigOpts) -> None:
     policy_opts.set_defaults(conf)
     cors.set_defaults(**CORS_DEFAULTS)
     oslo_log.register_options(conf)
+    if profiler_opts is not None:
+        profiler_opts.set_defaults(conf)
 
 
 def default_config_files(env: Mapping[str, str] | None = None) -> list[str] | None:

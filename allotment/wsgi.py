@@ -8,9 +8,11 @@ configuration the way upstream's ``placement-api`` does:
 from __future__ import annotations
 
 from allotment import conf as conf_mod
+from allotment import distributions
 
 
 def init_application():
+    distributions.refuse_if_shadowed()
     from allotment.server.app import create_app
 
     return create_app(conf_mod.load())

@@ -12,7 +12,7 @@ import tempfile
 
 from gunicorn.app.base import BaseApplication
 
-from allotment import telemetry
+from allotment import distributions, telemetry
 from allotment.cmd import common
 from allotment.server import malloc
 from allotment.server.worker import DeadlineSyncWorker
@@ -130,6 +130,7 @@ class _Server(BaseApplication):
 
 
 def main(argv: list[str] | None = None) -> int:
+    distributions.refuse_if_shadowed()
     parser = argparse.ArgumentParser(prog="allotment-api")
     common.add_config_args(parser)
     parser.add_argument("--bind", default=DEFAULT_BIND, metavar="HOST:PORT",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from allotment import distributions
 from allotment.cmd import audit_report, common
 from allotment.service import setup
 from allotment.storage import db as db_mod
@@ -12,6 +13,7 @@ from allotment.storage import migration
 
 
 def main(argv: list[str] | None = None) -> int:
+    distributions.refuse_if_shadowed()
     parser = argparse.ArgumentParser(prog="allotment-manage")
     common.add_config_args(parser)
     commands = parser.add_subparsers(dest="category", required=True)

@@ -32,6 +32,7 @@ from allotment.auth import authenticate as auth_middleware
 from allotment.auth.policy import Policy
 from allotment.client import WSGIApp
 from allotment.runtime import Runtime
+from allotment.server import profiling
 from allotment.service import setup
 from allotment.storage.db import Database
 from allotment.web import pages as web_pages
@@ -92,6 +93,7 @@ def create_app(conf: cfg.ConfigOpts, *, db: Database | None = None,
     if conf.oslo_middleware.enable_proxy_headers_parsing:
         # Only then does it do anything; it costs a WebOb round trip.
         wsgi = http_proxy_to_wsgi.HTTPProxyToWSGI(wsgi, conf)
+    wsgi = profiling.wrap(wsgi, conf)
     wsgi = ask_ahead.AskAhead(wsgi, replica.ask_ahead, replica.settle,
                               ask_ahead.world_readers(served))
     # /healthcheck needs no credentials; [allotment] metrics_bind's

@@ -22,7 +22,7 @@ import time
 from typing import Any
 
 from gunicorn import util
-from gunicorn.http.errors import LimitRequestLine
+from gunicorn.http.errors import LimitRequestLine, ParseException
 from gunicorn.workers.sync import StopWaiting, SyncWorker
 
 from allotment import errors
@@ -285,15 +285,22 @@ class DeadlineSyncWorker(SyncWorker):
             self.log.exception("Socket error processing request.")
 
     def handle_error(self, req, client, addr, exc) -> None:
-        if not isinstance(exc, LimitRequestLine):
+        if isinstance(exc, LimitRequestLine):
+            # A request line too long for gunicorn to read gets the 414 the
+            # application gives a query string over its limit.
+            self.log.debug("Request line too long: %s", exc)
+            error: errors.PlacementError = errors.RequestURITooLong(
+                f"The request line is longer than {self.cfg.limit_request_line} bytes.")
+        elif isinstance(exc, ParseException):
+            # A request gunicorn cannot read (a malformed request line,
+            # header or Content-Length, too many headers ...) is bad input
+            # like any other: a 400 in Placement's JSON shape, not
+            # gunicorn's plain page.
+            self.log.debug("Unreadable request: %s", exc)
+            error = errors.BadRequest(f"The request could not be read: {exc}")
+        else:
             super().handle_error(req, client, addr, exc)
             return
-        # A request line too long for gunicorn to read gets the 414 the
-        # application gives a query string over its limit, in Placement's
-        # JSON shape, rather than gunicorn's plain-text page.
-        self.log.debug("Request line too long: %s", exc)
-        error = errors.RequestURITooLong(
-            f"The request line is longer than {self.cfg.limit_request_line} bytes.")
         status, headers, body = exchange.error_parts(error, {})
         head = f"HTTP/1.1 {status}\r\n" + "".join(
             f"{name}: {value}\r\n" for name, value in headers) + "Connection: close\r\n\r\n"

@@ -86,14 +86,25 @@ def of_consumers(conn: Connection, consumer_uuids: Iterable[str]) -> list[Row]:
     ids = sorted(set(consumer_uuids))
     if not ids:
         return []
-    query = sa.select(
-        TABLE.c.consumer_id, TABLE.c.resource_provider_id,
-        TABLE.c.resource_class_id, resource_classes.c.name.label("resource_class"),
-        TABLE.c.used,
-    ).select_from(
-        TABLE.join(resource_classes, TABLE.c.resource_class_id == resource_classes.c.id)
-    ).where(TABLE.c.consumer_id.in_(ids)).order_by(TABLE.c.id)
-    return list(conn.execute(query))
+    if len(ids) <= direct.LISTED_UP_TO:
+        return list(direct.execute(conn, _of_consumers(len(ids)), direct.listed("c", ids)))
+    return list(conn.execute(_OF_CONSUMERS.where(TABLE.c.consumer_id.in_(ids))
+                             .order_by(TABLE.c.id)))
+
+
+_OF_CONSUMERS = sa.select(
+    TABLE.c.consumer_id, TABLE.c.resource_provider_id,
+    TABLE.c.resource_class_id, resource_classes.c.name.label("resource_class"),
+    TABLE.c.used,
+).select_from(
+    TABLE.join(resource_classes, TABLE.c.resource_class_id == resource_classes.c.id))
+
+
+@functools.cache
+def _of_consumers(count: int) -> sa.Select:
+    """of_consumers for ``count`` consumers, built once (a move empties one)."""
+    return (_OF_CONSUMERS.where(direct.in_(TABLE.c.consumer_id, "c", count))
+            .order_by(TABLE.c.id))
 
 
 def usage(conn: Connection, provider_ids: Iterable[int],
@@ -152,6 +163,13 @@ _LIMITS_ARRAYS = _LIMITS_OF.where(
                                                             type_=sa.ARRAY(sa.Integer))))
 
 
+@functools.cache
+def _limits_listed(pids: int, cids: int) -> sa.Select:
+    """Off PostgreSQL: one statement per number of providers and of classes."""
+    return _LIMITS_OF.where(direct.in_(inventories.c.resource_provider_id, "p", pids),
+                            direct.in_(inventories.c.resource_class_id, "c", cids))
+
+
 def limits_and_usage(conn: Connection, provider_ids: Iterable[int],
                      class_ids: Iterable[int]) -> dict[Pair, tuple[Row, int]]:
     """Per (provider, class) with inventory: the inventory record and what is
@@ -163,9 +181,13 @@ def limits_and_usage(conn: Connection, provider_ids: Iterable[int],
     if not pids or not cids:
         return {}
     found = {}
-    params = {"pids": pids, "cids": cids}
-    rows = (direct.execute(conn, _LIMITS_ARRAYS, params) if conn.dialect.name == "postgresql"
-            else conn.execute(_LIMITS, params))
+    if conn.dialect.name == "postgresql":
+        rows = direct.execute(conn, _LIMITS_ARRAYS, {"pids": pids, "cids": cids})
+    elif len(pids) <= direct.LISTED_UP_TO and len(cids) <= direct.LISTED_UP_TO:
+        rows = direct.execute(conn, _limits_listed(len(pids), len(cids)),
+                              {**direct.listed("p", pids), **direct.listed("c", cids)})
+    else:
+        rows = conn.execute(_LIMITS, {"pids": pids, "cids": cids})
     for row in rows:
         found[(row[0], row[1])] = (row, int(row[8]))
     return found
@@ -178,6 +200,17 @@ _DELETE_ONE = (sa.delete(TABLE).where(TABLE.c.consumer_id == sa.bindparam("consu
                .returning(*_HELD_COLUMNS))
 
 
+@functools.cache
+def _delete_listed(count: int, returning: bool) -> tuple[sa.Select | None, sa.Delete]:
+    """Deleting ``count`` consumers' allocations: the DELETE, returning what
+    they held where the database can (else a locking read of it first)."""
+    where = direct.in_(TABLE.c.consumer_id, "c", count)
+    if returning:
+        return None, sa.delete(TABLE).where(where).returning(*_HELD_COLUMNS)
+    return (sa.select(*_HELD_COLUMNS).where(where).with_for_update(),
+            sa.delete(TABLE).where(where))
+
+
 def delete_of_consumers(conn: Connection, consumer_uuids: Iterable[str]) -> dict[Pair, int]:
     """Remove the consumers' allocations; returns what they held, summed per
     (provider, class), for the change feed's usage deltas."""
@@ -187,6 +220,12 @@ def delete_of_consumers(conn: Connection, consumer_uuids: Iterable[str]) -> dict
     held: dict[Pair, int] = {}
     if conn.dialect.delete_returning and len(ids) == 1:
         rows = direct.execute(conn, _DELETE_ONE, {"consumer": ids[0]})
+    elif len(ids) <= direct.LISTED_UP_TO:
+        read, delete = _delete_listed(len(ids), conn.dialect.delete_returning)
+        params = direct.listed("c", ids)
+        rows = list(direct.execute(conn, read or delete, params))
+        if read is not None:
+            direct.execute(conn, delete, params)
     elif conn.dialect.delete_returning:
         rows = conn.execute(sa.delete(TABLE).where(TABLE.c.consumer_id.in_(ids))
                             .returning(*_HELD_COLUMNS))
@@ -215,11 +254,31 @@ def insert(conn: Connection, consumer_uuid: str,
             "consumer": consumer_uuid, "now": now, "pids": [pid for (pid, _), _ in rows],
             "cids": [cid for (_, cid), _ in rows], "used": [used for _, used in rows]})
         return
+    if len(rows) <= direct.LISTED_UP_TO:
+        params = {"consumer": consumer_uuid, "now": now}
+        for k, ((pid, cid), used) in enumerate(rows):
+            params[f"p_{k}"], params[f"c_{k}"], params[f"u_{k}"] = pid, cid, used
+        direct.execute(conn, _insert_listed(len(rows)), params)
+        return
     conn.execute(sa.insert(TABLE), [
         {"consumer_id": consumer_uuid, "resource_provider_id": pid,
          "resource_class_id": cid, "used": used, "created_at": now}
         for (pid, cid), used in rows
     ])
+
+
+@functools.cache
+def _insert_listed(count: int) -> sa.Insert:
+    """Off PostgreSQL: one multi-row INSERT per number of rows, each value
+    bound as a parameter of its own (``p_k``, ``c_k``, ``u_k``)."""
+    consumer = sa.bindparam("consumer", type_=TABLE.c.consumer_id.type)
+    now = sa.bindparam("now", type_=TABLE.c.created_at.type)
+    return sa.insert(TABLE).values([
+        {"consumer_id": consumer, "created_at": now,
+         "resource_provider_id": sa.bindparam(f"p_{k}", type_=sa.Integer),
+         "resource_class_id": sa.bindparam(f"c_{k}", type_=sa.Integer),
+         "used": sa.bindparam(f"u_{k}", type_=sa.Integer)}
+        for k in range(count)])
 
 
 def _insert_arrays() -> sa.Insert:
@@ -252,16 +311,26 @@ def note_usage(conn: Connection, removed: Mapping[Pair, int],
     feed.note_usage(conn, deltas)
 
 
-@functools.lru_cache(maxsize=16)
 def _advance(count: int) -> sa.Update:
     """The UPDATE that moves ``count`` providers one generation on, each
-    only from the generation it was read at (bound as ``id_k``/``seen_k``)."""
+    only from the generation it was read at (bound as ``id_k``/``seen_k``):
+    built once for up to ``direct.LISTED_UP_TO`` providers, afresh for more
+    (whose plans would pile up)."""
+    if count <= direct.LISTED_UP_TO:
+        return _advance_kept(count)
+    return _build_advance(count)
+
+
+def _build_advance(count: int) -> sa.Update:
     rp = resource_providers
     ids = [sa.bindparam(f"id_{k}", type_=sa.Integer) for k in range(count)]
     seen = sa.case(*((rp.c.id == ids[k], sa.bindparam(f"seen_{k}", type_=sa.Integer))
                      for k in range(count)))
     return (sa.update(rp).where(rp.c.id.in_(ids), rp.c.generation == seen)
             .values(generation=rp.c.generation + 1, updated_at=sa.bindparam("now")))
+
+
+_advance_kept = functools.cache(_build_advance)
 
 
 def advance_providers(conn: Connection, seen: Mapping[int, int]) -> bool:
@@ -280,7 +349,10 @@ def advance_providers(conn: Connection, seen: Mapping[int, int]) -> bool:
     params: dict = {"now": now}
     for k, (pid, generation) in enumerate(sorted(seen.items())):
         params[f"id_{k}"], params[f"seen_{k}"] = pid, generation
-    if direct.execute(conn, _advance(len(seen)), params).rowcount != len(seen):
+    statement = _advance(len(seen))
+    moved = (direct.execute(conn, statement, params) if len(seen) <= direct.LISTED_UP_TO
+             else conn.execute(statement, params))
+    if moved.rowcount != len(seen):
         return False
     for pid, generation in seen.items():
         feed.note_generation(conn, pid, generation + 1, now)

@@ -6,6 +6,7 @@ allocation writers and the reshaper compose them inside their own.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 
 import sqlalchemy as sa
@@ -58,9 +59,17 @@ def get_many_by_uuid(conn: Connection, uuids: Iterable[str]) -> dict[str, Row]:
         return {}
     if len(wanted) == 1:
         rows = direct.execute(conn, _BY_UUID, {"uuid": wanted[0]})
+    elif len(wanted) <= direct.LISTED_UP_TO:
+        rows = direct.execute(conn, _by_uuids(len(wanted)), direct.listed("u", wanted))
     else:
         rows = conn.execute(_BY_UUIDS, {"uuids": wanted})
     return {row.uuid: row for row in rows}
+
+
+@functools.cache
+def _by_uuids(count: int) -> sa.Select:
+    """Several consumers (a move names two), one statement per count."""
+    return _select().where(direct.in_(TABLE.c.uuid, "u", count))
 
 
 def _ensure_external(conn: Connection, table: sa.Table, column: str, value: str) -> int:
@@ -145,18 +154,28 @@ def create(conn: Connection, *, uuid: str, project_id: int, user_id: int,
 def update_owner(conn: Connection, consumer_id: int, *, project_id: int, user_id: int,
                  consumer_type_id: int | None) -> None:
     """Record a new project, user or type without touching the generation."""
-    conn.execute(sa.update(TABLE).where(TABLE.c.id == consumer_id).values(
-        project_id=project_id, user_id=user_id, consumer_type_id=consumer_type_id,
-        updated_at=utcnow()))
+    direct.execute(conn, _UPDATE_OWNER, {
+        "consumer_id": consumer_id, "project_id": project_id, "user_id": user_id,
+        "consumer_type_id": consumer_type_id, "now": utcnow()})
 
 
 def bump_generation(conn: Connection, consumer_id: int, seen_generation: int) -> bool:
     """Advance the generation from ``seen_generation``; False if it had moved."""
-    result = conn.execute(
-        sa.update(TABLE)
-        .where(TABLE.c.id == consumer_id, TABLE.c.generation == seen_generation)
-        .values(generation=seen_generation + 1, updated_at=utcnow()))
+    result = direct.execute(conn, _BUMP, {
+        "consumer_id": consumer_id, "seen": seen_generation,
+        "next": seen_generation + 1, "now": utcnow()})
     return result.rowcount == 1
+
+
+# Built once, so that they may go straight to the driver (every write to an
+# existing consumer's allocations bumps it).
+_THIS = TABLE.c.id == sa.bindparam("consumer_id")
+_UPDATE_OWNER = sa.update(TABLE).where(_THIS).values(
+    project_id=sa.bindparam("project_id"), user_id=sa.bindparam("user_id"),
+    consumer_type_id=sa.bindparam("consumer_type_id"),
+    updated_at=sa.bindparam("now", type_=TABLE.c.updated_at.type))
+_BUMP = sa.update(TABLE).where(_THIS, TABLE.c.generation == sa.bindparam("seen")).values(
+    generation=sa.bindparam("next"), updated_at=sa.bindparam("now", type_=TABLE.c.updated_at.type))
 
 
 def delete_if_no_allocations(conn: Connection, consumer_uuids: Iterable[str]) -> None:
@@ -164,6 +183,8 @@ def delete_if_no_allocations(conn: Connection, consumer_uuids: Iterable[str]) ->
     uuids = sorted(set(consumer_uuids))
     if len(uuids) == 1:
         direct.execute(conn, _DELETE_ONE_IF_EMPTY, {"uuid": uuids[0]})
+    elif 1 < len(uuids) <= direct.LISTED_UP_TO:
+        direct.execute(conn, _delete_if_empty(len(uuids)), direct.listed("u", uuids))
     elif uuids:
         conn.execute(sa.delete(TABLE).where(TABLE.c.uuid.in_(uuids), ~sa.exists(_HOLDING)))
 
@@ -173,3 +194,9 @@ _HOLDING = sa.select(allocations.c.consumer_id).where(allocations.c.consumer_id 
 # to the driver.
 _DELETE_ONE_IF_EMPTY = sa.delete(TABLE).where(TABLE.c.uuid == sa.bindparam("uuid"),
                                               ~sa.exists(_HOLDING))
+
+
+@functools.cache
+def _delete_if_empty(count: int) -> sa.Delete:
+    """Several consumers' (a move's), one statement per count."""
+    return sa.delete(TABLE).where(direct.in_(TABLE.c.uuid, "u", count), ~sa.exists(_HOLDING))

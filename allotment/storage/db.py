@@ -18,7 +18,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 
 from allotment import conf as conf_mod
-from allotment.storage import faults, feed, watch
+from allotment.storage import direct, faults, feed, watch
 from allotment.storage.tables import allotment_writer
 
 # How long a SQLite writer waits for the lock before giving up (ms).
@@ -125,6 +125,12 @@ def _timeouts(backend: str, connect: int, statement: int) -> dict:
         options = ["-c allotment.writer=on"]
         if statement:
             options.append(f"-c statement_timeout={statement * 1000}")
+            # The statement timeout is the server's: a statement whose packets
+            # never reach it (a network partition dropping them, no reset)
+            # would be waited on until the network heals.  Data unacknowledged
+            # for as long as a statement may run ends the connection instead
+            # (TCP_USER_TIMEOUT, Linux), and the request is a 503.
+            args["tcp_user_timeout"] = statement * 1000
         args["options"] = " ".join(options)
         return args
     if backend == "mysql":
@@ -158,10 +164,10 @@ def _setup_sqlite(engine: Engine, *, synchronous: bool) -> None:
         options = conn.get_execution_options()
         if options.get("isolation_level") == "AUTOCOMMIT" or options.get("allotment_autocommit"):
             return
-        if options.get("allotment_write"):
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
-        else:
-            conn.exec_driver_sql("BEGIN")
+        # On the driver's cursor when nothing listens to statements (a
+        # claim sends nothing through SQLAlchemy, see storage/direct.py).
+        direct.execute_sql(conn, "BEGIN IMMEDIATE" if options.get("allotment_write")
+                           else "BEGIN")
 
 
 def _setup_postgresql(engine: Engine) -> None:
@@ -298,11 +304,11 @@ class Database:
             try:
                 with conn.begin():
                     if self.backend == "sqlite":
-                        conn.execute(_WRITER_IN)
+                        direct.execute(conn, _WRITER_IN)
                     yield conn
                     feed.flush(conn, feed.end(conn), retention=self.feed_retention)
                     if self.backend == "sqlite":
-                        conn.execute(_WRITER_OUT)
+                        direct.execute(conn, _WRITER_OUT)
             finally:
                 feed.end(conn)
 

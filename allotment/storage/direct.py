@@ -1,21 +1,27 @@
-"""The hottest statements, run straight on psycopg's cursor on PostgreSQL.
+"""The hottest statements, run straight on the driver's cursor: psycopg's
+on PostgreSQL, PyMySQL's on MySQL and MariaDB, sqlite3's on SQLite.
 
 SQLAlchemy's execution path costs about 110 us of CPU a statement on top of
-the driver (execution context, result metadata, cursor wrapping); psycopg's
-own cursor, kept for the connection and reused, costs about 40 us.  A
-provider, inventory or trait write makes four to six statements and is
-bound by CPU when writes arrive together, so the difference is a quarter of
-a write's whole cost.
+the driver on PostgreSQL (execution context, result metadata, cursor
+wrapping); psycopg's own cursor, kept for the connection and reused, costs
+about 40 us.  On SQLite a one-row read costs about 9 us on sqlite3's cursor
+against 34 us through SQLAlchemy.  A provider, inventory or trait write
+makes four to six statements, a claim eight to eleven, and they are bound
+by CPU when writes arrive together, so the difference is a quarter of a
+write's whole cost or more.
 
 Only a statement that runs exactly as SQLAlchemy would run it goes this way:
-no parameter or result type processing on the dialect (the driver's own
-values are then the values SQLAlchemy would hand back), no parameter that
-expands at execution (``IN`` lists), no column named like an attribute of a
-row, and no listener on cursor executions (tests count statements that
-way).  The first run of each statement, with each set of parameter names,
-goes through SQLAlchemy as before, and what it learns there (the SQL as
-SQLAlchemy sent it, the names of the columns) is reused.  Everything else,
-and every other backend, goes through ``Connection.execute``.
+its parameters and result columns are processed by the same type processors
+SQLAlchemy would apply (SQLite's dates are text to the driver), and there is
+no parameter that expands at execution (``IN`` lists: callers that need one
+build a statement per length, see :func:`in_`), no default computed in
+Python, no column named like an attribute of a row, and no listener on
+cursor executions (tests count statements that way).  The first run of each
+statement, with each set of parameter names, goes through SQLAlchemy as
+before, and what it learns there (the SQL as SQLAlchemy sent it, the order
+of positional parameters, the processors, the names of the columns) is
+reused.  Everything else, and every other driver, goes through
+``Connection.execute``.
 
 Statements that one caller needs together (:func:`together`) go to the
 server in one round trip there, through psycopg's pipeline mode.
@@ -34,9 +40,11 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-# (statement, names of its parameters) -> _Plan, or None for a statement
-# that cannot go directly.
-_PLANS: dict[tuple, _Plan | None] = {}
+# Per dialect, i.e. per engine (what a statement compiles to is the
+# dialect's, and its plans refer to it, so it is kept as long as they are: a
+# process has one engine): (statement, names of its parameters) -> _Plan, or
+# None for a statement that cannot go directly.
+_PLANS: dict[Any, dict[tuple, _Plan | None]] = {}
 _UNKNOWN = object()
 _CURSOR_KEY = "allotment_direct_cursor"
 
@@ -85,14 +93,20 @@ class _Row(tuple):
 
 
 class _Plan:
-    __slots__ = ("arrays", "compiled", "row_type", "sql")
+    __slots__ = ("compiled", "convert", "positions", "processors", "row_type", "sql")
 
     def __init__(self, compiled: Any, sql: str, keys: list[str] | None,
-                 arrays: tuple[str, ...] = ()) -> None:
+                 processors: Mapping[str, Any], positions: Sequence[str] | None,
+                 convert: Sequence[tuple[int, Any]] = ()) -> None:
         self.compiled = compiled
         self.sql = sql
-        # Array parameters, whose only processing is "make it a list".
-        self.arrays = arrays
+        # What SQLAlchemy does to a parameter's value before the driver
+        # sees it, by name; the names in the order of the placeholders for
+        # a driver that takes them by position (sqlite3).
+        self.processors = dict(processors)
+        self.positions = tuple(positions) if positions is not None else None
+        # (column index, what SQLAlchemy does to the driver's value).
+        self.convert = tuple(convert)
         self.row_type = None
         if keys is not None:
             self.row_type = type("Row", (_Row,), {
@@ -103,42 +117,62 @@ class _Plan:
         if self.row_type is None:
             return []
         make = self.row_type
-        return [make(row) for row in cursor.fetchall()]
+        if not self.convert:
+            return [make(row) for row in cursor.fetchall()]
+        found = []
+        for row in cursor.fetchall():
+            values = list(row)
+            for index, process in self.convert:
+                values[index] = process(values[index])
+            found.append(make(values))
+        return found
 
-    def bind(self, params: Mapping[str, Any] | None) -> dict[str, Any]:
-        bound = self.compiled.construct_params(params)
-        for name in self.arrays:
-            if bound[name] is not None:
-                bound[name] = list(bound[name])
+    def bind(self, params: Mapping[str, Any] | None) -> Any:
+        """The parameters as the driver takes them: a dict, or a tuple in
+        the placeholders' order."""
+        bound = self.compiled.construct_params(params, escape_names=False)
+        for name, process in self.processors.items():
+            bound[name] = process(bound[name])
+        if self.positions is not None:
+            return tuple([bound[name] for name in self.positions])
         return bound
 
 
+# The drivers whose cursor a statement may run on, by (dialect, driver).
+_DRIVERS = {("postgresql", "psycopg"), ("mysql", "pymysql"), ("sqlite", "pysqlite")}
+
+
 def _eligible(conn: Connection) -> bool:
+    dialect = conn.dialect
     dispatch = conn.dispatch
-    return (conn.dialect.name == "postgresql" and conn.dialect.driver == "psycopg"
+    return ((dialect.name, dialect.driver) in _DRIVERS
             and not dispatch.before_cursor_execute and not dispatch.after_cursor_execute)
 
 
 def _learn(conn: Connection, result: Any) -> _Plan | None:
     """How to run again what ``result`` came from, or None if it cannot go
     directly: SQLAlchemy's first run says how it compiled the statement (for
-    an INSERT or UPDATE that depends on the parameters given) and the names
-    of the columns."""
+    an INSERT or UPDATE that depends on the parameters given), how it
+    processes values in and out, and the names of the columns."""
     context = result.context
     compiled = context.compiled
-    if compiled is None or context.executemany:
+    if (compiled is None or context.executemany or compiled.literal_execute_params
+            or compiled.post_compile_params or compiled.insert_prefetch
+            or compiled.update_prefetch or compiled.schema_translate_map
+            or compiled.escaped_bind_names):
+        return None
+    if any(bind.expanding or bind.literal_execute for bind in compiled.binds.values()):
+        return None
+    processors = {name: process for name, process in compiled._bind_processors.items()
+                  if process is not None}
+    if any(not callable(process) for process in processors.values()):
+        return None  # a tuple's, one per element
+    positions = compiled.positiontup if compiled.positional else None
+    if compiled.positional and positions is None:
         return None
     dialect = conn.dialect
-    arrays: list[str] = []
-    for name, bind in compiled.binds.items():
-        if bind.expanding or bind.literal_execute:
-            return None
-        if bind.type.dialect_impl(dialect).bind_processor(dialect) is None:
-            continue
-        if not _plain_array(bind.type, dialect):
-            return None
-        arrays.append(name)
     keys = None
+    convert: list[tuple[int, Any]] = []
     columns = list(getattr(compiled.statement, "exported_columns", ()))
     # An INSERT that returns nothing to its caller may still return the new
     # id to SQLAlchemy (which has read it already): no rows, as for the caller.
@@ -149,26 +183,21 @@ def _learn(conn: Connection, result: Any) -> _Plan | None:
         described = result.cursor.description or ()
         if len(columns) != len(keys) or len(described) != len(keys):
             return None
-        for column, (_name, type_code, *_rest) in zip(columns, described, strict=True):
-            impl = column.type.dialect_impl(dialect)
-            if impl.result_processor(dialect, type_code) is not None:
-                return None
-    return _Plan(compiled, context.statement, keys, tuple(arrays))
-
-
-def _plain_array(type_: Any, dialect: Any) -> bool:
-    """An array of values the driver takes as they are: SQLAlchemy's only
-    processing of it makes the sequence a list (see _Plan.bind)."""
-    return (isinstance(type_, sa.ARRAY) and type_.dimensions in (None, 1)
-            and type_.item_type.dialect_impl(dialect).bind_processor(dialect) is None)
+        for index, (column, (_name, type_code, *_rest)) in enumerate(
+                zip(columns, described, strict=True)):
+            process = column.type._cached_result_processor(dialect, type_code)
+            if process is not None:
+                convert.append((index, process))
+    return _Plan(compiled, context.statement, keys, processors, positions, convert)
 
 
 def _cursor(conn: Connection):
-    """psycopg's cursor kept for this driver connection."""
+    """The driver's cursor kept for this driver connection (only psycopg's
+    can be closed under it, by a lost connection)."""
     pooled = conn.connection
     driver = pooled.driver_connection
     kept = pooled.info.get(_CURSOR_KEY)
-    if kept is not None and kept[0] is driver and not kept[1].closed:
+    if kept is not None and kept[0] is driver and not getattr(kept[1], "closed", False):
         return kept[1]
     cursor = driver.cursor()
     pooled.info[_CURSOR_KEY] = (driver, cursor)
@@ -190,8 +219,9 @@ def execute(conn: Connection, statement: sa.Executable,
         params = params[0]
     if not _eligible(conn):
         return conn.execute(statement, params)
+    plans = _plans(conn)
     key = _key(statement, params)
-    plan = _PLANS.get(key, _UNKNOWN)
+    plan = plans.get(key, _UNKNOWN)
     if plan is _UNKNOWN:
         result = conn.execute(statement, params)
         try:
@@ -199,7 +229,7 @@ def execute(conn: Connection, statement: sa.Executable,
         except Exception:  # anything unforeseen: the ordinary path, always
             plan = None
         # Threads that learn the same statement at once learn the same plan.
-        _PLANS[key] = plan
+        plans[key] = plan
         return result
     if plan is None:
         return conn.execute(statement, params)
@@ -211,6 +241,15 @@ def execute(conn: Connection, statement: sa.Executable,
     except conn.dialect.loaded_dbapi.Error as exc:
         _raise_as_sqlalchemy(conn, exc, plan.sql, bound, cursor)
     return Rows(rows, cursor.rowcount)
+
+
+def _plans(conn: Connection) -> dict[tuple, _Plan | None]:
+    """The plans learned on ``conn``'s dialect."""
+    dialect = conn.dialect
+    plans = _PLANS.get(dialect)
+    if plans is None:
+        plans = _PLANS.setdefault(dialect, {})
+    return plans
 
 
 def _key(statement: sa.Executable, params: Mapping[str, Any] | None) -> tuple:
@@ -229,8 +268,10 @@ def together(conn: Connection,
     once through ``execute`` with the same parameter names (which learns
     how); until then, and on every other backend, they run one by one.
     """
-    plans = [_PLANS.get(_key(statement, params), _UNKNOWN) for statement, params in statements]
-    if (len(statements) < 2 or not _eligible(conn) or not _pipeline_supported()
+    known = _plans(conn)
+    plans = [known.get(_key(statement, params), _UNKNOWN) for statement, params in statements]
+    if (len(statements) < 2 or conn.dialect.name != "postgresql" or not _eligible(conn)
+            or not _pipeline_supported()
             or any(plan is _UNKNOWN or plan is None for plan in plans)):
         return [list(execute(conn, statement, params)) for statement, params in statements]
     driver = conn.connection.driver_connection
@@ -271,3 +312,37 @@ def _raise_as_sqlalchemy(conn: Connection, exc: Exception, sql: str,
     raise sa.exc.DBAPIError.instance(
         sql, params, exc, dialect.loaded_dbapi.Error,
         connection_invalidated=lost, dialect=dialect) from exc
+
+
+# Lists of up to this many values may be bound one parameter each (see in_);
+# longer ones expand at execution, through SQLAlchemy.
+LISTED_UP_TO = 16
+
+
+def in_(column: Any, name: str, count: int) -> Any:
+    """``column IN (:name_0, ... :name_<count-1>)``: a list of known length
+    bound as parameters of their own, so that the statement's text is the
+    same for every list of that length and it may go to the driver (an
+    expanding ``IN`` is rendered afresh at every execution).  Callers keep
+    one statement per length, up to ``LISTED_UP_TO``."""
+    if not count:
+        return sa.false()
+    return column.in_([sa.bindparam(f"{name}_{k}", type_=column.type) for k in range(count)])
+
+
+def listed(name: str, values: Sequence[Any]) -> dict[str, Any]:
+    """The parameters of :func:`in_` for ``values``."""
+    return {f"{name}_{k}": value for k, value in enumerate(values)}
+
+
+def execute_sql(conn: Connection, sql: str) -> None:
+    """Run a statement of fixed text that takes no parameters and returns no
+    rows (``BEGIN IMMEDIATE``) as ``conn.exec_driver_sql`` would."""
+    if not _eligible(conn):
+        conn.exec_driver_sql(sql)
+        return
+    cursor = _cursor(conn)
+    try:
+        cursor.execute(sql)
+    except conn.dialect.loaded_dbapi.Error as exc:
+        _raise_as_sqlalchemy(conn, exc, sql, (), cursor)

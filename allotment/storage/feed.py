@@ -211,10 +211,10 @@ def flush(conn: Connection, notes: Notes | None, *,
         return None
     row = {"created_at": now, "data": json.dumps(data, separators=(",", ":")),
            "stamp": new_stamp()}
-    if conn.dialect.name == "postgresql":
-        new_id = direct.execute(conn, _APPEND_RETURNING_ID, row).scalar()
-    elif conn.dialect.name == "mysql":
+    if conn.dialect.name == "mysql":
         new_id = _append_next(conn, row)
+    elif conn.dialect.insert_returning:
+        new_id = direct.execute(conn, _APPEND_RETURNING_ID, row).scalar()
     else:
         new_id = conn.execute(_APPEND, row).inserted_primary_key[0]
     if retention is not None and new_id % PRUNE_EVERY == 0:
@@ -247,8 +247,8 @@ def _append_next(conn: Connection, row: dict) -> int:
     to insert it wins, the others find it taken and read the tail again.
     """
     for _ in range(_APPEND_ROUNDS):
-        new_id = (conn.execute(_TAIL).scalar() or 0) + 1
-        if conn.execute(_APPEND_IF_FREE, {**row, "id": new_id}).rowcount == 1:
+        new_id = (direct.execute(conn, _TAIL).scalar() or 0) + 1
+        if direct.execute(conn, _APPEND_IF_FREE, {**row, "id": new_id}).rowcount == 1:
             return new_id
     raise errors.TransactionAborted(
         "The change feed kept refusing new rows; nothing was written. Please retry.")

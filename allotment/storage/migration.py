@@ -251,3 +251,34 @@ def describe(engine: Engine) -> str:
     if found.own is None:
         return upstream
     return f"{found.own} (allotment), on {upstream}"
+
+
+def upstream_revision(engine: Engine) -> str | None:
+    """The revision of upstream's tables (``alembic_version``), what
+    upstream's ``placement-manage db version`` prints."""
+    with engine.connect() as conn:
+        return _revision(conn, UPSTREAM_VERSIONS)
+
+
+def stamp_upstream(engine: Engine, revision: str) -> None:
+    """Write ``revision`` of upstream's history into ``alembic_version``
+    without running anything, as upstream's ``db stamp`` does.
+
+    :raises SchemaError: ``revision`` is not one of upstream's (nothing is
+        written).
+    """
+    cfg = alembic_config(engine, upstream=True)
+    script = ScriptDirectory.from_config(cfg)
+    try:
+        found = script.get_revisions(revision)
+    except Exception as exc:  # alembic's own lookup errors, of several classes
+        found, cause = None, exc
+    else:
+        cause = None
+    if not found and revision != "base":
+        known = ", ".join(r.revision for r in reversed(list(script.walk_revisions())))
+        raise SchemaError(
+            f"'{revision}' is not a revision of Placement's schema that this allotment "
+            "knows" + (f" ({cause})" if cause else "") + f"; it knows head, base and "
+            f"{known}. Nothing was changed.")
+    command.stamp(cfg, revision)

@@ -12,6 +12,7 @@ the parent and root, which is what every caller has needed so far:
 from __future__ import annotations
 
 import datetime
+import functools
 import re
 from collections.abc import Iterable
 from typing import NamedTuple
@@ -107,8 +108,18 @@ def get_many_by_id(conn: Connection, ids: Iterable[int]) -> dict[int, Row]:
     wanted = sorted(set(ids))
     if not wanted:
         return {}
-    rows = conn.execute(_BY_IDS, {"ids": wanted})
+    if len(wanted) <= direct.LISTED_UP_TO:
+        rows = direct.execute(conn, _by_ids(len(wanted)), direct.listed("i", wanted))
+    else:
+        rows = conn.execute(_BY_IDS, {"ids": wanted})
     return {row.id: row for row in rows}
+
+
+@functools.cache
+def _by_ids(count: int) -> sa.Select:
+    """get_many_by_id's statement for ``count`` ids, built once (a claim on
+    MySQL reads the providers it locked this way)."""
+    return _SELECT.where(direct.in_(TABLE.c.id, "i", count))
 
 
 class ProviderRow(NamedTuple):
@@ -262,19 +273,41 @@ def lock_many(conn: Connection, *, uuids: Iterable[str] = (),
     if not wanted_uuids and not wanted_ids:
         return {}
     params = {"uuids": wanted_uuids, "ids": wanted_ids}
-    if conn.dialect.name == "mysql":
+    backend = conn.dialect.name
+    listed = (backend != "postgresql" and len(wanted_uuids) <= direct.LISTED_UP_TO
+              and len(wanted_ids) <= direct.LISTED_UP_TO)
+    if listed:
+        statement = _locked_listed(backend, len(wanted_uuids), len(wanted_ids))
+        params = {**direct.listed("u", wanted_uuids), **direct.listed("i", wanted_ids)}
+    if backend == "mysql":
         # MySQL would also lock the parent and root rows the query joins
         # (and MariaDB has no FOR UPDATE OF): lock the providers alone first.
-        locked = list(conn.execute(
-            sa.select(TABLE.c.id).where(sa.or_(TABLE.c.uuid.in_(wanted_uuids),
-                                               TABLE.c.id.in_(wanted_ids)))
-            .order_by(TABLE.c.id).with_for_update()).scalars())
+        if listed:
+            locked = direct.execute(conn, statement, params).scalars()
+        else:
+            locked = list(conn.execute(
+                sa.select(TABLE.c.id).where(sa.or_(TABLE.c.uuid.in_(wanted_uuids),
+                                                   TABLE.c.id.in_(wanted_ids)))
+                .order_by(TABLE.c.id).with_for_update()).scalars())
         return get_many_by_id(conn, locked)
-    if conn.dialect.name == "postgresql":
+    if backend == "postgresql":
         rows = direct.execute(conn, _LOCKED_BY_UUID_OR_ID_ARRAYS, params)
+    elif listed:
+        rows = direct.execute(conn, statement, params)
     else:
         rows = conn.execute(_LOCKED_BY_UUIDS_OR_IDS, params)
     return {row.id: row for row in rows}
+
+
+@functools.cache
+def _locked_listed(backend: str, uuids: int, ids: int) -> sa.Select:
+    """lock_many's statement for so many UUIDs and ids, built once (a claim
+    locks this way): on MySQL the ids alone, locked; on SQLite, whose
+    writers are serial, the rows."""
+    where = sa.or_(direct.in_(TABLE.c.uuid, "u", uuids), direct.in_(TABLE.c.id, "i", ids))
+    if backend == "mysql":
+        return sa.select(TABLE.c.id).where(where).order_by(TABLE.c.id).with_for_update()
+    return _SELECT.where(where).order_by(TABLE.c.id)
 
 
 _LOCKED_BY_UUID = _BY_UUID.with_for_update(of=TABLE)

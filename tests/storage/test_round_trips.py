@@ -21,8 +21,8 @@ from allotment.service import provider_traits as trait_service
 from allotment.service import resource_classes as class_service
 from allotment.service import resource_providers as provider_service
 from allotment.storage import db as db_mod
+from allotment.storage import direct, names
 from allotment.storage import inventories as inventory_store
-from allotment.storage import names
 from allotment.storage import resource_providers as store
 
 
@@ -39,6 +39,37 @@ def sent(db) -> Iterator[list[str]]:
         yield texts
     finally:
         event.remove(db.engine, "before_cursor_execute", record)
+
+
+@pytest.fixture
+def sent_direct(db, monkeypatch) -> Iterator[tuple[list[str], list[str]]]:
+    """Every statement sent while the test runs, without closing the direct
+    path (a listener on cursor executions would): (statements sent on the
+    driver's kept cursor, statements executed through SQLAlchemy)."""
+    on_driver: list[str] = []
+    through_sqlalchemy: list[str] = []
+    kept = direct._cursor
+
+    class Recording:
+        def __init__(self, cursor) -> None:
+            self._cursor = cursor
+
+        def execute(self, sql, *args):
+            on_driver.append(" ".join(sql.split()))
+            return self._cursor.execute(sql, *args)
+
+        def __getattr__(self, name):
+            return getattr(self._cursor, name)
+
+    def record(conn, clauseelement, multiparams, params, execution_options):
+        through_sqlalchemy.append(" ".join(str(clauseelement).split()))
+
+    monkeypatch.setattr(direct, "_cursor", lambda conn: Recording(kept(conn)))
+    event.listen(db.engine, "before_execute", record)
+    try:
+        yield on_driver, through_sqlalchemy
+    finally:
+        event.remove(db.engine, "before_execute", record)
 
 
 def _first_words(sent: list[str]) -> list[str]:
@@ -254,3 +285,75 @@ def test_deleting_a_consumer_does_not_read_it_first(db, sent):
         allocation_service.delete_for_consumer(db, consumer)
     with pytest.raises(errors.NotFound):
         allocation_service.delete_for_consumer(db, "no\x00such")
+
+
+# What a claim of a new consumer on three providers sends once its
+# statements are learned, backend by backend, all on the driver: the
+# consumer read, the providers locked and read (MySQL: locked, then read),
+# the owner's ids, the consumer inserted, the limits and usage read, the
+# allocations inserted, the providers moved on, the feed's row (MySQL: its
+# tail locked, then the row); SQLite adds its BEGIN IMMEDIATE and writer row.
+_CLAIM = {
+    "sqlite": ["BEGIN", "INSERT", "SELECT", "SELECT", "SELECT", "INSERT", "SELECT", "INSERT",
+               "UPDATE", "INSERT", "DELETE"],
+    "postgresql": ["SELECT", "SELECT", "SELECT", "INSERT", "SELECT", "INSERT", "UPDATE",
+                   "INSERT"],
+    "mysql": ["SELECT", "SELECT", "SELECT", "SELECT", "INSERT", "SELECT", "INSERT", "UPDATE",
+              "SELECT", "INSERT"],
+}
+# And deleting it: the allocations deleted (returning what they held), the
+# consumer deleted, the feed's row.
+_DELETE = {
+    "sqlite": ["BEGIN", "INSERT", "DELETE", "DELETE", "INSERT", "DELETE"],
+    "postgresql": ["DELETE", "DELETE", "INSERT"],
+    "mysql": ["DELETE", "DELETE", "SELECT", "INSERT"],
+}
+
+
+def test_a_claim_and_its_deletion_on_the_driver_count_their_round_trips(db, sent_direct):
+    from allotment.service import allocations as allocation_service
+
+    on_driver, through_sqlalchemy = sent_direct
+    tree = _tree_of_three(db)
+    for _ in range(2):  # every statement learned
+        consumer = _uuid()
+        _claim(db, consumer, tree)
+        allocation_service.delete_for_consumer(db, consumer)
+    on_driver.clear()
+    through_sqlalchemy.clear()
+    _claim(db, consumer := _uuid(), tree)
+    claim = list(on_driver)
+    on_driver.clear()
+    allocation_service.delete_for_consumer(db, consumer)
+    assert through_sqlalchemy == []
+    assert _first_words(claim) == _CLAIM[db.backend], claim
+    assert _first_words(on_driver) == _DELETE[db.backend], on_driver
+    updates = [t for t in claim if t.upper().startswith("UPDATE RESOURCE_PROVIDERS")]
+    assert len(updates) == 1, updates
+    assert not [t for t in on_driver if t.upper().startswith("SELECT")
+                and " consumers" in t], on_driver
+    with db.read() as conn:
+        assert [store.get_by_uuid(conn, rp.uuid).generation for rp in tree] == [
+            rp.generation + 3 for rp in tree]  # three claims
+
+
+def test_a_claim_on_the_driver_that_lost_a_race_for_one_provider_moves_none(db, sent_direct):
+    from allotment.service import allocations as allocation_service
+    from allotment.storage import allocations as allocation_store
+
+    on_driver, through_sqlalchemy = sent_direct
+    tree = _tree_of_three(db)
+    _claim(db, _uuid(), tree)  # the UPDATE of three providers learned
+    with db.read() as conn:
+        tree = [store.get_by_uuid(conn, rp.uuid) for rp in tree]
+    through_sqlalchemy.clear()
+    with pytest.raises(allocation_service.RetryWrite), db.write() as conn:
+        seen = {rp.id: rp.generation for rp in tree}
+        seen[tree[1].id] = tree[1].generation + 7  # moved on meanwhile
+        if not allocation_store.advance_providers(conn, seen):
+            raise allocation_service.RetryWrite()
+    assert not [t for t in through_sqlalchemy if t.upper().startswith("UPDATE")]
+    assert [t for t in on_driver if t.upper().startswith("UPDATE RESOURCE_PROVIDERS")]
+    with db.read() as conn:
+        assert [store.get_by_uuid(conn, rp.uuid).generation for rp in tree] == [
+            rp.generation for rp in tree]
