@@ -29,6 +29,14 @@ LOG = logging.getLogger(__name__)
 # it then.
 _PG_RETRYABLE = {"40001", "40P01"}
 _MYSQL_RETRYABLE = {1213, 1180, 1305}
+# An error during COMMIT is an abort only when the storage engine said so
+# (its error 149, HA_ERR_LOCK_DEADLOCK: a certification failure or a
+# deadlock).  Any other (on Galera, a write set that could not be appended
+# once the node lost its primary component) leaves the commit's outcome
+# unknown: the other nodes may have applied it.  Running such a write again
+# would answer as if the first attempt never was -- a new consumer's claim
+# committed, then refused with 409 -- so it is a 503 saying so.
+_COMMIT_ABORTED = ("error 149 ", "deadlock")
 # "WSREP has not yet prepared node for application use": a Galera node
 # joining, or without a primary component.
 _MYSQL_NOT_READY = {1047}
@@ -39,7 +47,10 @@ def is_transient(exc: sa.exc.DBAPIError) -> bool:
     orig = exc.orig
     if getattr(orig, "sqlstate", None) in _PG_RETRYABLE:
         return True
-    if _mysql_code(exc) in _MYSQL_RETRYABLE:
+    code = _mysql_code(exc)
+    if code == 1180:
+        return any(word in str(orig).lower() for word in _COMMIT_ABORTED)
+    if code in _MYSQL_RETRYABLE:
         return True
     return "database is locked" in str(orig)
 
@@ -82,6 +93,11 @@ def translate(exc: Exception) -> errors.DatabaseUnavailable | None:
         return errors.TransactionAborted(
             "The database aborted the transaction because of a conflicting "
             "one; nothing was written. Please retry.")
+    if _mysql_code(exc) == 1180:
+        LOG.warning("Commit outcome unknown: %s", reason)
+        return errors.DatabaseUnavailable(
+            "The database could not confirm the commit: the write may or may not "
+            "have been made. Read it back before retrying.")
     if isinstance(exc, sa.exc.OperationalError | sa.exc.InterfaceError) or \
             exc.connection_invalidated:
         LOG.warning("Database unavailable: %s", reason)

@@ -115,3 +115,23 @@ def test_an_allocation_write_is_run_again_up_to_the_configured_count_then_409(
     usages = api.get(f"/resource_providers/{parent}/usages").json["usages"]
     assert usages == {"VCPU": 1}
 
+
+
+def test_a_commit_of_unknown_outcome_is_a_503_and_not_run_again(api, abort_next_writes):
+    """On Galera an error during COMMIT other than a certification failure
+    (the node lost its primary component while appending the write set)
+    leaves the outcome unknown: the write may have been applied by the
+    other nodes.  Running it again answered a new consumer's committed claim
+    409 (seen in the fault lab); it is a 503 that says so, run once."""
+    parent = create(api, "parent")
+    assert api.put(f"/resource_providers/{parent}/inventories", json={
+        "resource_provider_generation": 0,
+        "inventories": {"VCPU": {"total": 4}}}).status == 200
+    unknown = pymysql.err.OperationalError(
+        1180, "Got error 6 \"No such device or address\" during COMMIT: Error while "
+        "appending streaming replication fragment (Not connected to Primary Component)")
+    left = abort_next_writes(3, unknown)
+    resp = allocate_answer(api, parent, {"VCPU": 1})
+    assert resp.status == 503, resp
+    assert "may or may not have been made" in resp.json["errors"][0]["detail"]
+    assert len(left) == 2  # tried once

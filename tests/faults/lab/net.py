@@ -1,6 +1,6 @@
 """Hosts as network namespaces on one bridge, and the faults the network
-can carry: partitions (both ways or one way) with nftables inside a host's
-namespace, latency and loss with ``tc netem`` where the kernel has it.
+can carry: partitions (both ways or one way) with nftables on the bridge,
+latency and loss with ``tc netem`` where the kernel has it.
 
 The bridge lives in a namespace of its own, so the machine's own network
 sees nothing of the lab; every address is in ``SUBNET``.
@@ -129,27 +129,30 @@ class Network:
     @contextmanager
     def partition(self, host: Host, peers: list[Host], *, direction: str = "both",
                   port: int | None = None) -> Iterator[None]:
-        """Drop ``host``'s traffic with ``peers`` (``in``: only what they
-        send it; ``out``: only what it sends them; ``port``: only that TCP
-        destination port, on the way out) until the block ends."""
-        table = "faultlab"
-        host.run("nft", "add", "table", "inet", table)
-        host.run("nft", "add", "chain", "inet", table, "input",
-                 "{ type filter hook input priority 0; }")
-        host.run("nft", "add", "chain", "inet", table, "output",
-                 "{ type filter hook output priority 0; }")
+        """Drop ``host``'s traffic with ``peers`` on the wire (``in``: only
+        what they send it; ``out``: only what it sends them; ``port``: only
+        that TCP destination port, on the way out) until the block ends.
+
+        The rules are the bridge's, not the hosts': a packet a host's own
+        firewall drops never leaves it, and TCP then neither retransmits it
+        nor runs out its user timeout as it does when a network loses it."""
+        table = f"partition_{host.name}"
+        sw = ["ip", "netns", "exec", self.switch, "nft"]
+        run(*sw, "add", "table", "bridge", table)
+        run(*sw, "add", "chain", "bridge", table, "forward",
+            "{ type filter hook forward priority 0; }")
         only = ["tcp", "dport", str(port)] if port else []
         for peer in peers:
             if direction in ("both", "in"):
-                host.run("nft", "add", "rule", "inet", table, "input",
-                         "ip", "saddr", peer.address, "drop")
+                run(*sw, "add", "rule", "bridge", table, "forward",
+                    "ip", "saddr", peer.address, "ip", "daddr", host.address, "drop")
             if direction in ("both", "out"):
-                host.run("nft", "add", "rule", "inet", table, "output",
-                         "ip", "daddr", peer.address, *only, "drop")
+                run(*sw, "add", "rule", "bridge", table, "forward",
+                    "ip", "saddr", host.address, "ip", "daddr", peer.address, *only, "drop")
         try:
             yield
         finally:
-            host.run("nft", "delete", "table", "inet", table, check=False)
+            run(*sw, "delete", "table", "bridge", table, check=False)
 
     @contextmanager
     def netem(self, host: Host, spec: str) -> Iterator[None]:

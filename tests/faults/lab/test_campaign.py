@@ -40,6 +40,16 @@ def _run(lab, name: str) -> None:
     assert not problems, "\n".join(problems[:20])
 
 
+# Found by the lab, and fixed: with the Galera writer stopped for 4 s under
+# load, a claim for a new consumer took 10.2 s, was answered 409 "consumer
+# generation conflict - expected 1 but got None" -- and was stored (once in
+# six runs): its COMMIT had failed with error 1180 (the write set not
+# appended once the node lost its primary component), which was run again
+# as an abort although the other nodes had applied it.  Such a commit is
+# now a 503 whose outcome the client must read back
+# (tests/api/test_write_retries.py); the checker counts it as unknown.
+
+
 @pytest.mark.parametrize("name", CAMPAIGN["galera"])
 def test_galera(galera_lab, name):
     _run(galera_lab, name)
