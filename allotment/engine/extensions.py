@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from allotment.engine import anchors, search, split
 from allotment.engine import plan as plan_mod
 from allotment.engine.forest import lca
-from allotment.engine.packed import Packed
+from allotment.engine.packed import Packed, Packer
 from allotment.engine.plan import READY
 from allotment.engine.request import AllocationCandidatesRequest
 from allotment.engine.snapshot import Snapshot
@@ -197,19 +197,19 @@ def find_extended_candidates(
     strategy: str = "depth-first",
     randomize: bool = False,
     rng: random.Random | None = None,
-    packed: bool = False,
+    packer: Packer | None = None,
 ) -> Iterator[search.Candidate | Packed]:
     """:func:`allotment.engine.search.find_candidates` for extended requests.
 
     Same arguments, order and determinism; a plain request gives exactly
     what the standard search gives.  Only a plain request's answers are
-    kept, so only a plain request may yield ``packed`` trees.
+    kept, so only a plain request may yield packed trees.
     """
     ext = extend(request)
     if ext.is_standard:
         return search.find_candidates(
             snapshot, ext.base, limit=limit, max_candidates=max_candidates,
-            strategy=strategy, randomize=randomize, rng=rng, packed=packed)
+            strategy=strategy, randomize=randomize, rng=rng, packer=packer)
     if strategy not in search.STRATEGIES:
         raise ValueError(f"unknown generation strategy {strategy!r}")
     cap = ext.base.limit if limit is None else limit

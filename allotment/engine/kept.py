@@ -68,7 +68,7 @@ def tree_answer(plan: Plan, r: int, rng: random.Random | None,
         answers.store.hits += 1
         if found[1].whole:
             return iter(found[1])
-        if found[1].packed is not None and plan.packing:
+        if found[1].packed is not None and plan.packer is not None:
             return iter(((PACKED, found[1].packed),))
         return _recorded(plan, r, search, answers, stamp, finisher, found[1])
     return _recorded(plan, r, search, answers, stamp, finisher, ())
@@ -140,7 +140,7 @@ def _recorded(plan: Plan, r: int, search: Callable[[], Iterator[tuple]], answers
     # Everything, for a request that wants all of every tree and takes
     # answers packed, as long as every result is a finished candidate: one
     # that other trees may reach too goes through deduplication each time.
-    everything = list(taken) if plan.packing and _ready(taken) else None
+    everything = list(taken) if plan.packer is not None and _ready(taken) else None
     for item in produced:
         if finisher is not None:
             if finish is None:
@@ -179,7 +179,7 @@ def _keep_packed(plan: Plan, r: int, answers: Kind, stamp: object,
                  everything: list[tuple]) -> None:
     """Keep the tree's whole answer packed beside the prefix kept of it one
     by one (which requests with a limit hand out), if the budget allows."""
-    packed = Packed(plan.snapshot.uuids[r], (cand for _, cand in everything))
+    packed = Packed(plan.snapshot.uuids[r], (cand for _, cand in everything), plan.packer)
     count = packed.results()
     if count > answers.store.per_tree():
         return  # more than the tree's share, as a prefix would be

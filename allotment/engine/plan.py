@@ -7,8 +7,9 @@ See :mod:`allotment.engine.search` for the semantics.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from allotment.engine.records import fits
 from allotment.engine.request import AllocationCandidatesRequest, SearchGroup
@@ -45,6 +46,14 @@ class Candidate:
     # renderers may keep what they make of it (world.cache), not of a
     # candidate made for one answer.
     reused: bool = field(default=False, compare=False)
+
+
+class Packer(Protocol):
+    """What makes a tree's candidates into the bytes kept for them
+    (engine.packed): the caller's, which alone knows what they say."""
+
+    def pack(self, candidates: Sequence[Candidate]) -> bytes:
+        """``candidates``, in their order, as one string of bytes."""
 
 
 # ---------------------------------------------------------------------------
@@ -167,10 +176,10 @@ class Plan:
         # What a changing snapshot keeps of this request's answers, per kind
         # of search (engine.kept); looked up on first use.
         self.kept: dict = {}
-        # Whether the caller takes a tree's whole answer as one packed
-        # item (engine.packed) where one is kept: it wants every candidate
-        # of every tree, a tree at a time.
-        self.packing = False
+        # What packs a tree's whole answer, where the caller takes it as one
+        # packed item (engine.packed): it wants every candidate of every
+        # tree, a tree at a time.  None: nothing is packed or handed out packed.
+        self.packer: Packer | None = None
 
     @classmethod
     def compile(cls, snapshot: Snapshot,

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 from allotment.engine.anchors import kept_peeker, search_anchor
 from allotment.engine.kept import Taken
-from allotment.engine.packed import PACKED, Packed
+from allotment.engine.packed import PACKED, Packed, Packer
 from allotment.engine.plan import (
     READY,
     Candidate,
@@ -55,7 +55,7 @@ def find_candidates(
     strategy: str = "depth-first",
     randomize: bool = False,
     rng: random.Random | None = None,
-    packed: bool = False,
+    packer: Packer | None = None,
 ) -> Iterator[Candidate | Packed]:
     """Yield the candidates satisfying ``request``, lazily.
 
@@ -68,10 +68,11 @@ def find_candidates(
     :func:`_spread`).  Without ``randomize`` the order is a deterministic
     function of the snapshot and request.
 
-    With ``packed``, where every candidate of every tree is wanted in the
+    With a ``packer``, where every candidate of every tree is wanted in the
     depth-first order (no limit, no ``max_candidates``, no random order),
-    a tree whose whole answer is kept packed is yielded as one
-    :class:`~allotment.engine.packed.Packed` in the place of its candidates.
+    a tree whose whole answer is kept packed (by ``packer``) is yielded as
+    one :class:`~allotment.engine.packed.Packed` in the place of its
+    candidates.
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown generation strategy {strategy!r}")
@@ -88,7 +89,8 @@ def find_candidates(
     if plan is None:
         return iter(())
     if limit is None:
-        plan.packing = packed and pool is None and rng is None and strategy == "depth-first"
+        if pool is None and rng is None and strategy == "depth-first":
+            plan.packer = packer
         results = _dedupe(plan, _interleave(plan, strategy, rng))
         if rng is not None and pool is None:
             # Everything is wanted anyway, so a true shuffle costs nothing extra.
@@ -300,6 +302,6 @@ def tree_candidates(plan: Plan, r: int,
     request takes them from its tree (see :func:`_spread`; a random order
     with ``rng``), for a world no sharing provider is in: one tree's
     candidates are then never another's, so a caller may keep them tree by
-    tree (service.candidate_rounds), which it does instead of the engine."""
+    tree (engine.rounds), which it does instead of the search."""
     for usage, chosen in search_anchor(plan, r, rng, keep=False):
         yield chosen if usage is READY else build_candidate(plan, r, usage, chosen)

@@ -18,6 +18,7 @@ from oslo_middleware import http_proxy_to_wsgi
 from allotment import errors
 from allotment.api import (
     ask_ahead,
+    candidates_codec,
     collector_pause,
     limits,
     metrics,
@@ -54,7 +55,11 @@ def create_app(conf: cfg.ConfigOpts, *, db: Database | None = None,
     """
     db = db or Database.from_conf(conf)
     setup.prepare_database(db, conf)
-    replica = setup.load_world(db) if world is None else setup.carry_world(world, db)
+    # The world keeps answers encoded as the API writes them: the API's
+    # codec, given to it here once.
+    codec = candidates_codec.CODEC
+    replica = (setup.load_world(db, codec) if world is None
+               else setup.carry_world(world, db, codec))
     runtime = Runtime(conf=conf, db=db, replica=replica)
     policy = Policy(conf)
 

@@ -9,6 +9,7 @@ import os_traits
 import sqlalchemy as sa
 
 from allotment import errors
+from allotment.engine.codec import Codec
 from allotment.storage import migration, resource_classes, traits
 from allotment.storage.db import Database
 from allotment.world.sync import Replica
@@ -47,19 +48,21 @@ def prepare_database(db: Database, conf) -> None:
     sync_standards(db)
 
 
-def load_world(db: Database) -> Replica:
+def load_world(db: Database, codec: Codec | None = None) -> Replica:
     """This process's copy of ``db``'s provider world, read now, not on
-    the first request."""
-    replica = Replica(db)
+    the first request; ``codec``: what it keeps answers encoded with."""
+    replica = Replica(db, codec)
     replica.catch_up()
     return replica
 
 
-def carry_world(replica: Replica, db: Database) -> Replica:
+def carry_world(replica: Replica, db: Database, codec: Codec | None = None) -> Replica:
     """A world read before this process forked from its parent, served from
     ``db`` and brought up to date now (the feed after it, not the whole
-    world; see world.sync.Replica.carry_to)."""
+    world; see world.sync.Replica.carry_to); ``codec``: what it keeps
+    answers encoded with from now on."""
     replica.carry_to(db)
+    replica.codec = codec
     replica.catch_up()
     return replica
 

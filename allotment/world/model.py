@@ -11,6 +11,7 @@ import logging
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 
+from allotment.engine.codec import Codec
 from allotment.engine.live import LiveSnapshot
 from allotment.engine.snapshot import Inventory, ProviderRecord
 from allotment.storage.cursor import Changes
@@ -125,8 +126,10 @@ class World:
     """Every provider with its usage, plus the names of classes and traits."""
 
     def __init__(self, loaded: Mapping[int, LoadedProvider], usage: Iterable[tuple[int, int, int]],
-                 names: Names) -> None:
+                 names: Names, codec: Codec | None = None) -> None:
         self.names = names
+        # What answers are kept encoded with (see engine.codec); None: not at all.
+        self.codec = codec
         # Changes whenever ``names`` does (trait order in summaries follows it).
         self.names_version = 0
         # What services and renderers make of providers (see world.cache).

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from allotment import telemetry
+from allotment.engine.codec import Codec
 from allotment.storage.cursor import RELOAD, FeedCursor, Gap
 from allotment.storage.db import Database
 from allotment.storage.feed import Position
@@ -31,8 +32,11 @@ class Replica:
     own.
     """
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, codec: Codec | None = None) -> None:
         self.db = db
+        # What the worlds read here keep answers encoded with (the API's,
+        # given by the composition root); None: nothing is kept encoded.
+        self._codec = codec
         self.lock = threading.RLock()
         self.world: World | None = None
         self.cursor = FeedCursor(db)
@@ -49,6 +53,18 @@ class Replica:
         self.lock = threading.RLock()
         # The other process's look at the database says nothing of this one's.
         self._mark = None
+
+    @property
+    def codec(self) -> Codec | None:
+        return self._codec
+
+    @codec.setter
+    def codec(self, codec: Codec | None) -> None:
+        # A world read before (by the parent of a forked process) keeps
+        # answers with it from now on too.
+        self._codec = codec
+        if self.world is not None:
+            self.world.codec = codec
 
     @property
     def head(self) -> int:
@@ -124,6 +140,6 @@ class Replica:
         with self.lock:
             everything = self.cursor.load_everything()
             self.world = World(everything.providers, everything.usage,
-                               Names(*everything.names))
+                               Names(*everything.names), self._codec)
             self.rebuilds += 1
             telemetry.metrics().reloads.inc()

@@ -1,4 +1,4 @@
-"""Limited answers kept tree by tree (service.candidate_rounds): the same
+"""Limited answers kept tree by tree (engine.rounds): the same
 bytes as the general path, through every kind of change a cloud makes, and
 after a claim only the claimed host's tree is searched again."""
 
@@ -8,9 +8,9 @@ import json
 
 import pytest
 
+from allotment.engine import rounds as candidate_rounds
 from allotment.engine import search
 from allotment.server.app import create_app
-from allotment.service import candidate_rounds
 from tests.api.candidate_helpers import World
 from tests.conftest import make_conf
 from tests.harness.wsgi_client import Client

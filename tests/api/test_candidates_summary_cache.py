@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import uuid
 
-from allotment.api import allocation_candidates as candidates_api
+from allotment.api import candidates_codec as candidates_api
 
 
 def _claim(api, rp: str) -> str:

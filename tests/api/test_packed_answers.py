@@ -1,17 +1,21 @@
 """GET /allocation_candidates answers the same when trees come packed.
 
 An answer bigger than the budget of kept answers keeps each tree's whole
-answer packed (allotment.engine.packed); from 1.34 the next request of the
-kind renders those instead of the candidates, byte for byte the same.
+answer packed (allotment.engine.packed, by api.candidates_codec); from 1.34
+the next request of the kind renders those instead of the candidates, byte
+for byte the same.
 """
 
 from __future__ import annotations
 
 import pytest
 
+from allotment.api.candidates_codec import Codec
 from allotment.engine import kept
-from allotment.engine.packed import Packed
+from allotment.server.app import create_app
+from allotment.service import setup
 from tests.api.candidate_helpers import World
+from tests.harness.wsgi_client import Client
 
 # Two isolated groups of one device each: 4 x 3 = 12 candidates per host.
 QUERY = ("resources=VCPU:1&resources1=CUSTOM_DEVICE:1&resources2=CUSTOM_DEVICE:1"
@@ -34,13 +38,13 @@ def hosts(api, monkeypatch) -> World:
 @pytest.fixture
 def unpacked(monkeypatch) -> list:
     calls: list = []
-    real = Packed.encoded
+    real = Codec.unpack
 
-    def counted(self):
-        calls.append(self.count)
-        return real(self)
+    def counted(self, packed):
+        calls.append(packed.count)
+        return real(self, packed)
 
-    monkeypatch.setattr(Packed, "encoded", counted)
+    monkeypatch.setattr(Codec, "unpack", counted)
     return calls
 
 
@@ -75,3 +79,15 @@ def test_before_134_nothing_is_packed(hosts, unpacked):
     first = hosts.get(QUERY, "1.33")
     assert hosts.get(QUERY, "1.33").text == first.text
     assert unpacked == []
+
+
+def test_a_world_read_before_the_fork_packs_too(hosts, unpacked, conf, db):
+    # allotment-api's shared world: read by the parent process, which builds
+    # no application, then served by each worker's.
+    shared = setup.load_world(db)
+    api = Client(create_app(conf, db=db, world=shared))
+    path = f"/allocation_candidates?{QUERY}"
+    first = api.get(path)
+    assert len(first.json["allocation_requests"]) == 72 and unpacked == []
+    assert api.get(path).text == first.text
+    assert unpacked == [12] * 6

@@ -1,4 +1,5 @@
-"""Whole tree answers kept packed (allotment.engine.packed, engine.kept)."""
+"""Whole tree answers kept packed (allotment.engine.packed, engine.kept), by
+the API's codec (allotment.api.candidates_codec)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import random
 import orjson
 import pytest
 
+from allotment.api.candidates_codec import CODEC, MAPPINGS, allocation_request
 from allotment.engine import (
     AllocationCandidatesRequest,
     Inventory,
@@ -19,7 +21,7 @@ from allotment.engine import (
     provider_summary_uuids,
 )
 from allotment.engine.live import LiveSnapshot
-from allotment.engine.packed import Packed, request_body
+from allotment.engine.packed import Packed
 from tests.engine.test_candidates_properties import pid
 
 # Two isolated groups of one device each: 4 x 3 = 12 candidates per host.
@@ -43,7 +45,7 @@ def _records(hosts: int = 6) -> list[ProviderRecord]:
 
 def _expanded(found) -> list:
     return [c for item in found
-            for c in (item.candidates() if type(item) is Packed else (item,))]
+            for c in (CODEC.candidates(item) if type(item) is Packed else (item,))]
 
 
 @pytest.fixture
@@ -67,12 +69,13 @@ def small_budget(monkeypatch) -> None:
 
 def test_a_packed_answer_gives_back_its_candidates_and_their_encoding():
     cands = list(find_candidates(Snapshot.build(_records(1)), REQUEST))
-    packed = Packed(cands[0].anchor, cands)
-    assert packed.count == 12 and packed.candidates() == cands
-    assert packed.encoded() == b",".join(orjson.dumps(request_body(c)) for c in cands)
+    packed = Packed(cands[0].anchor, cands, CODEC)
+    assert packed.count == 12 and CODEC.candidates(packed) == cands
+    assert CODEC.unpack(packed) == b",".join(
+        orjson.dumps(allocation_request(c, MAPPINGS)) for c in cands)
     assert packed.providers == frozenset(u for c in cands for u in c.allocations)
     # Counted by its compressed size, at a kept result a kilobyte.
-    assert packed.size() < len(packed.encoded()) // 4
+    assert packed.size() < len(CODEC.unpack(packed)) // 4
     assert packed.results() == -(-packed.size() // 1024)
 
 
@@ -82,10 +85,10 @@ def test_an_answer_bigger_than_the_budget_is_kept_packed(small_budget, walks):
     assert live._kept.per_tree() == 5
     fresh = list(find_candidates(Snapshot.build(records), REQUEST))
     assert len(fresh) == 72
-    first = list(find_candidates(live, REQUEST, packed=True))
+    first = list(find_candidates(live, REQUEST, packer=CODEC))
     assert first == fresh  # the first answer is the candidates themselves
     searched = len(walks)
-    again = list(find_candidates(live, REQUEST, packed=True))
+    again = list(find_candidates(live, REQUEST, packer=CODEC))
     # One packed answer per tree, in the trees' order, and no search.
     assert all(type(p) is Packed for p in again) and len(again) == 6
     assert [p.anchor for p in again] == [pid(10 * h) for h in range(1, 7)]
@@ -97,9 +100,9 @@ def test_an_answer_bigger_than_the_budget_is_kept_packed(small_budget, walks):
 def test_requests_that_do_not_take_packed_answers_get_candidates(small_budget, walks):
     live = LiveSnapshot.build(_records())
     fresh = list(find_candidates(Snapshot.build(_records()), REQUEST))
-    list(find_candidates(live, REQUEST, packed=True))
-    for kwargs in ({}, {"strategy": "breadth-first", "packed": True},
-                   {"max_candidates": 50, "packed": True}, {"limit": 40, "packed": True}):
+    list(find_candidates(live, REQUEST, packer=CODEC))
+    for kwargs in ({}, {"strategy": "breadth-first", "packer": CODEC},
+                   {"max_candidates": 50, "packer": CODEC}, {"limit": 40, "packer": CODEC}):
         got = list(find_candidates(live, REQUEST, **kwargs))
         assert all(type(c) is not Packed for c in got)
         want = list(find_candidates(Snapshot.build(_records()), REQUEST, **kwargs))
@@ -108,28 +111,28 @@ def test_requests_that_do_not_take_packed_answers_get_candidates(small_budget, w
     # searches nothing.
     want = list(find_candidates(Snapshot.build(_records()), REQUEST, limit=12))
     searched = len(walks)
-    assert list(find_candidates(live, REQUEST, limit=12, packed=True)) == want
+    assert list(find_candidates(live, REQUEST, limit=12, packer=CODEC)) == want
     assert len(walks) == searched
     rng = random.Random(1)
-    shuffled = list(find_candidates(live, REQUEST, randomize=True, rng=rng, packed=True))
+    shuffled = list(find_candidates(live, REQUEST, randomize=True, rng=rng, packer=CODEC))
     assert all(type(c) is not Packed for c in shuffled)
     assert sorted(map(repr, shuffled)) == sorted(map(repr, fresh))
     # The packed answers are still there for the next request that takes them.
-    assert all(type(p) is Packed for p in find_candidates(live, REQUEST, packed=True))
+    assert all(type(p) is Packed for p in find_candidates(live, REQUEST, packer=CODEC))
 
 
 def test_a_tree_that_changed_is_searched_again_and_packed_again(small_budget, walks):
     records = _records()
     live = LiveSnapshot.build(records)
     for _ in range(2):
-        list(find_candidates(live, REQUEST, packed=True))
+        list(find_candidates(live, REQUEST, packer=CODEC))
     live.add_usage([(pid(21), "CUSTOM_DEVICE", 1)])
     fresh = Snapshot.build(records).with_usage({pid(21): {"CUSTOM_DEVICE": 1}})
     want = list(find_candidates(fresh, REQUEST))
-    got = list(find_candidates(live, REQUEST, packed=True))
+    got = list(find_candidates(live, REQUEST, packer=CODEC))
     assert [type(c) is Packed for c in got].count(True) == 5
     assert _expanded(got) == want and len(want) == 66
-    got = list(find_candidates(live, REQUEST, packed=True))
+    got = list(find_candidates(live, REQUEST, packer=CODEC))
     assert all(type(p) is Packed for p in got) and _expanded(got) == want
 
 
@@ -141,6 +144,6 @@ def test_a_packed_answer_is_kept_only_within_the_budget(monkeypatch):
     live = LiveSnapshot.build(_records())
     fresh = list(find_candidates(Snapshot.build(_records()), REQUEST))
     for _ in range(3):
-        got = list(find_candidates(live, REQUEST, packed=True))
+        got = list(find_candidates(live, REQUEST, packer=CODEC))
         assert got == fresh
     assert live._kept.results <= live._kept.budget()

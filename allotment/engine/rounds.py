@@ -21,8 +21,10 @@ Only where the answer is the same taken tree by tree: no sharing provider
 in the world (one tree's candidates are then never another's and its
 summaries describe its own providers), a limit and no
 ``max_allocation_candidates``, summaries of whole trees (from 1.29).
-Everything else goes the general way
-(``service.allocation_candidates.find``).
+Everything else goes the general way (``engine.answer``).
+
+The pieces are written by the encoder the caller names (engine.codec): the
+engine keeps and joins bytes whose words it does not know.
 """
 
 from __future__ import annotations
@@ -30,18 +32,17 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
-from allotment import telemetry
+from allotment.engine.codec import Encoder
 from allotment.engine.live import LiveSnapshot
 from allotment.engine.plan import Plan
 from allotment.engine.request import AllocationCandidatesRequest
 from allotment.engine.search import Candidate, tree_candidates
-from allotment.world.model import World
 
 # Where a section keeps the world's state it was last brought to:
-# (LiveSnapshot.touch_mark, World.names_version).
+# (LiveSnapshot.touch_mark, the version of the names).
 _STATE = None
 # Where the rows of a kind keep the number of rounds its last answer took.
 _DEPTH = -1
@@ -53,26 +54,14 @@ _MANY = object()  # rows' mark of such a tree: searched afresh every time
 
 
 @dataclass(frozen=True)
-class Encoders:
-    """How the renderer writes one candidate's allocation request, and one
-    tree's provider summaries (as ``"uuid":{...}`` entries, for the
-    members given as summaries), each as it stands in the answer (with
-    whatever separator the renderer puts before it); ``shape`` names what
-    they write (microversion thresholds), so that answers of another shape
-    are kept apart."""
-
-    candidate: Callable[[Candidate], bytes]
-    tree: Callable[[tuple], bytes]
-    shape: tuple
-
-
-@dataclass(frozen=True)
 class Assembled:
     """The encoded allocation requests of an answer, and the encoded
-    summaries of its trees, in the order of the answer."""
+    summaries of its trees, in the order of the answer; ``reused``: how
+    many trees' kept candidates it took."""
 
     requests: list[bytes]
     summaries: list[bytes]
+    reused: int = 0
 
 
 def serves(snap: object, request: AllocationCandidatesRequest) -> bool:
@@ -100,45 +89,44 @@ def _brought_up(section: dict, snap: LiveSnapshot, names_version: int) -> None:
     section[_STATE] = (snap.touch_mark(), names_version)
 
 
-def assemble(world: World, request: AllocationCandidatesRequest, encoders: Encoders,
+def assemble(snap: LiveSnapshot, memo: Callable[[Hashable], dict], names_version: int,
+             request: AllocationCandidatesRequest, encoder: Encoder,
              summaries_of: Callable[[tuple[int, ...]], tuple],
              rng: random.Random | None = None) -> Assembled:
-    """The answer to ``request`` over ``world`` (held still by the caller),
-    from what is kept of each tree and made again for the trees touched
-    since; ``summaries_of`` gives a tree's provider summaries (its member
-    positions in UUID order).  With ``rng`` the hosts, and each host's
-    candidates, come in a random order (``randomize_allocation_candidates``)."""
-    snap = world.snapshot
-    assert isinstance(snap, LiveSnapshot)
+    """The answer to ``request`` over ``snap`` (held still by the caller;
+    ``names_version``: the version of the names it is read with), from
+    what is kept of each tree (in ``memo``'s sections) and made again for
+    the trees touched since; ``summaries_of`` gives a tree's provider
+    summaries (its member positions in UUID order).  With ``rng`` the
+    hosts, and each host's candidates, come in a random order
+    (``randomize_allocation_candidates``)."""
     plan = Plan.compile(snap, request)
     limit = request.limit
     if plan is None or not limit:
         return Assembled([], [])
     # Requests hold mappings (not hashable): their text names their kind.
     kind = repr(dataclasses.replace(request, limit=None))
-    trees = world.memo(("candidate-round-trees", encoders.shape))
-    _brought_up(trees, snap, world.names_version)
+    trees = memo(("candidate-round-trees", encoder.shape))
+    _brought_up(trees, snap, names_version)
     many = snap.trees_of_many().get
 
     def summary(r: int) -> bytes:
         encoded = trees.get(r)
         if encoded is None:
-            encoded = trees[r] = encoders.tree(summaries_of(many(r) or (r,)))
+            encoded = trees[r] = encoder.tree(summaries_of(many(r) or (r,)))
         return encoded
 
     if rng is None:
-        rows = world.memo(("candidate-rounds", kind, encoders.shape))
-        _brought_up(rows, snap, world.names_version)
-        requests, roots, reused = _in_order(plan, rows, encoders.candidate, limit)
+        rows = memo(("candidate-rounds", kind, encoder.shape))
+        _brought_up(rows, snap, names_version)
+        requests, roots, reused = _in_order(plan, rows, encoder.candidate, limit)
     else:
-        rows = world.memo(("candidate-rounds-whole", kind, encoders.shape))
-        _brought_up(rows, snap, world.names_version)
-        requests, roots, reused = _at_random(plan, rows, encoders.candidate, limit, rng)
+        rows = memo(("candidate-rounds-whole", kind, encoder.shape))
+        _brought_up(rows, snap, names_version)
+        requests, roots, reused = _at_random(plan, rows, encoder.candidate, limit, rng)
         # The summaries' trees in UUID order, as the general path writes them.
         roots.sort(key=snap.uuids.__getitem__)
-    if reused:
-        telemetry.metrics().kept_hits.inc(reused)
-    return Assembled(requests, [summary(r) for r in roots])
+    return Assembled(requests, [summary(r) for r in roots], reused)
 
 
 def _in_order(plan: Plan, rows: dict, encode: Callable[[Candidate], bytes],

@@ -1,0 +1,164 @@
+"""GET /allocation_candidates' answer: the engine's one entry point.
+
+:func:`answer` takes the world as it stands (a :class:`Source`: the
+snapshot, the names, where to keep things, the codec it was given), a
+typed request and what the caller wants kept, and hands back the
+candidates and the summaries of the providers around them as typed values
+(:class:`Answer`): the checks Placement makes before searching
+(engine.name_checks), the search (engine.search, engine.extensions), a
+limited answer kept tree by tree (engine.rounds), the summaries
+(engine.summaries) and, when asked, why trees yield nothing
+(engine.explain).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
+from typing import Protocol, TypedDict
+
+from allotment.engine import extensions, rounds, search
+from allotment.engine.codec import Codec
+from allotment.engine.explain import Explanation, explain
+from allotment.engine.extensions import ExtendedRequest
+from allotment.engine.live import LiveSnapshot
+from allotment.engine.name_checks import UnknownName, nothing_to_search
+from allotment.engine.packed import Packed
+from allotment.engine.request import AllocationCandidatesRequest
+from allotment.engine.summaries import (
+    ProviderSummary,
+    cut_in_nested_world,
+    kept_summaries,
+    limited_summary_uuids,
+    summary,
+)
+
+__all__ = ["Answer", "Options", "ProviderSummary", "Source", "UnknownName", "answer"]
+
+
+class Names(Protocol):
+    classes: frozenset[str]
+    # Trait name -> its rank: summaries list traits in this order.
+    trait_rank: Mapping[str, int]
+
+
+class Memo(Protocol):
+    def section(self, kind: Hashable) -> dict:
+        """The entries kept of ``kind``, read and written directly."""
+
+
+class Source(Protocol):
+    """The world an answer is worked out from, held still meanwhile
+    (``allotment.world.model.World`` is one)."""
+
+    snapshot: LiveSnapshot
+    names: Names
+    # Changes whenever ``names`` does.
+    names_version: int
+    # Where what is made of the world is kept between requests.
+    cache: Memo
+    # What answers are kept encoded with; None: nothing is.
+    codec: Codec | None
+
+
+@dataclass(frozen=True)
+class Answer:
+    # Packed trees (whole answers kept packed) only when asked for.
+    candidates: list[search.Candidate | Packed]
+    summaries: list[ProviderSummary]
+    # Only when asked for (an extension, see docs/explain.md).
+    explanation: Explanation | None = None
+    # The same summaries tree by tree, where they describe whole trees (from
+    # 1.29): each tree's tuple is the same object from one request to the
+    # next while the tree's providers stay as they are.
+    by_tree: list[tuple[ProviderSummary, ...]] | None = None
+    # Where the renderer keeps what it makes of the summaries and of reused
+    # candidates (the world's cache); None for an answer with neither.
+    cache: Memo | None = None
+    # The answer already encoded, when the caller asked for it encoded and
+    # the request is one whose answer is kept tree by tree (engine.rounds);
+    # candidates and summaries are then empty.
+    encoded: rounds.Assembled | None = None
+    # Trees answered from what was kept.
+    kept_hits: int = 0
+
+
+EMPTY = Answer([], [])
+
+
+class Options(TypedDict, total=False):
+    """:func:`answer`'s keyword arguments, for whoever passes them on."""
+
+    max_candidates: int
+    strategy: str
+    randomize: bool
+    rng: random.Random | None
+    explain_limit: int | None
+    packed: bool
+    encoded_as: Hashable | None
+
+
+def answer(
+    source: Source,
+    request: AllocationCandidatesRequest | ExtendedRequest,
+    *,
+    max_candidates: int = -1,
+    strategy: str = "depth-first",
+    randomize: bool = False,
+    rng: random.Random | None = None,
+    explain_limit: int | None = None,
+    packed: bool = False,
+    encoded_as: Hashable | None = None,
+) -> Answer:
+    """Candidates for ``request`` over ``source`` and the summaries of the
+    providers around them.
+
+    Raises :class:`UnknownName` for resource classes or traits that do not
+    exist, in the order Placement checks them, and answers nothing where
+    Placement gives up early (engine.name_checks).  ``max_candidates``,
+    ``strategy``, ``randomize`` and ``rng`` are the search's (see
+    ``search.find_candidates``).  With ``explain_limit`` the answer also
+    says why up to that many trees yield nothing.  What the caller wants
+    kept: with ``packed`` a tree whose whole answer is kept packed by the
+    source's codec may stand in the candidates as one :class:`Packed`; with
+    ``encoded_as`` (a shape of answer the codec writes) an answer kept tree
+    by tree comes encoded in that shape.
+    """
+    plain = not isinstance(request, ExtendedRequest)
+    ext = extensions.extend(request)
+    request = ext.base
+    snap, names = source.snapshot, source.names
+    if nothing_to_search(snap, ext, names.classes, names.trait_rank):
+        if explain_limit is None:
+            return EMPTY
+        return Answer([], [], explain(snap, ext, tree_limit=explain_limit))
+    codec = source.codec
+    if (encoded_as is not None and codec is not None and plain and max_candidates < 0
+            and explain_limit is None and rounds.serves(snap, request)):
+        trait_rank, uuids = names.trait_rank, snap.uuids
+        encoded = rounds.assemble(
+            snap, source.cache.section, source.names_version, request,
+            codec.encoder(encoded_as),
+            lambda members: tuple(summary(snap, uuids[m], trait_rank, ()) for m in members),
+            rng=(rng or random.Random()) if randomize else None)
+        return Answer([], [], encoded=encoded, kept_hits=encoded.reused)
+    hits = snap.kept_hits()
+    candidates = list(extensions.find_extended_candidates(
+        snap, ext, max_candidates=max_candidates, strategy=strategy,
+        randomize=randomize, rng=rng, packer=codec if packed else None))
+    hits = snap.kept_hits() - hits
+    explanation = None
+    if explain_limit is not None:
+        caps = [c for c in (request.limit, max_candidates) if c is not None and c >= 0]
+        # Trees can only have been cut off when the answer is full.
+        answered = ({c.anchor for c in candidates}
+                    if caps and len(candidates) >= min(caps) else None)
+        explanation = explain(snap, ext, tree_limit=explain_limit, answered_roots=answered)
+    used, trees = search.provider_summary_trees(
+        snap, candidates, nested_aware=request.nested_aware)
+    if used is not None and cut_in_nested_world(snap, request, candidates):
+        used = limited_summary_uuids(snap, ext, used, max_candidates, strategy)
+    summaries, by_tree = kept_summaries(snap, source.cache.section, names.trait_rank,
+                                        source.names_version, used, trees)
+    return Answer(candidates, summaries, explanation, by_tree, source.cache, kept_hits=hits)
