@@ -11,6 +11,7 @@ able to force."""
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import signal
@@ -131,17 +132,21 @@ class PostgresPair:
         pid = server.pid()
         return [] if pid is None else [pid, *children(pid)]
 
-    def pause(self, server: Server) -> None:
+    def _signal(self, server: Server, signum: int) -> None:
+        # The postmaster goes first; once it runs again it reaps children
+        # that exited meanwhile, so a pid listed a moment ago may be gone.
         for pid in self._tree(server):
-            os.kill(pid, signal.SIGSTOP)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signum)
+
+    def pause(self, server: Server) -> None:
+        self._signal(server, signal.SIGSTOP)
 
     def resume(self, server: Server) -> None:
-        for pid in self._tree(server):
-            os.kill(pid, signal.SIGCONT)
+        self._signal(server, signal.SIGCONT)
 
     def crash(self, server: Server) -> None:
-        for pid in self._tree(server):
-            os.kill(pid, signal.SIGKILL)
+        self._signal(server, signal.SIGKILL)
         deadline = time.monotonic() + 30
         while server.pid() is not None and time.monotonic() < deadline:
             time.sleep(0.1)
