@@ -8,6 +8,7 @@ busy timeout instead of failing half way with "database is locked".
 from __future__ import annotations
 
 import datetime
+import logging
 import os
 import select
 from collections.abc import Iterator
@@ -18,8 +19,10 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 
 from allotment import conf as conf_mod
-from allotment.storage import direct, faults, feed, watch
+from allotment.storage import direct, faults, feed, foreign, watch
 from allotment.storage.tables import allotment_writer
+
+LOG = logging.getLogger(__name__)
 
 # How long a SQLite writer waits for the lock before giving up (ms).
 SQLITE_BUSY_TIMEOUT_MS = 60_000
@@ -255,7 +258,37 @@ def _failures_as_unavailable(engine: Engine | None = None) -> Iterator[None]:
             # sessions on a node it marked down: every pooled connection is
             # replaced, so the next request reaches the primary as it is now.
             engine.dispose()
+        if engine is not None and isinstance(exc, sa.exc.DBAPIError):
+            trigger = faults.broken_trigger(exc.orig)
+            if trigger is not None:
+                _reopen_trigger(engine, trigger)
         raise translated from exc
+
+
+def _reopen_trigger(engine: Engine, name: str) -> None:
+    """Make MariaDB parse a trigger it keeps disabled in a cached table
+    afresh (faults.broken_trigger): the trigger is created again, which
+    closes every cached instance of its table, and every reader is told to
+    read the whole world again, for a write of another program made in
+    between would not have been reported.  Workers that meet the same
+    instance may each do this; all that costs is a reload more."""
+    try:
+        with engine.connect() as conn:
+            names = foreign.recreate(conn, name)
+            conn.commit()
+            feed.begin(conn)
+            try:
+                with conn.begin():
+                    feed.note_reset(conn)
+                    feed.flush(conn, feed.end(conn))
+            finally:
+                feed.end(conn)
+        LOG.warning("Trigger(s) %s created again: the database had one disabled "
+                    "in a cached table", ", ".join(names))
+    except sa.exc.DBAPIError as exc:
+        # Another worker re-creating it at the same moment, or the server
+        # gone: the write's retry meets the trigger again, or its 503 stands.
+        LOG.warning("Could not create trigger %s again: %s", name or "(unnamed)", exc.orig)
 
 
 # On SQLite an allotment write holds this row while it runs, so that the

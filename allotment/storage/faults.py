@@ -11,6 +11,7 @@ client gets a 503 it may retry, never a 500.
 from __future__ import annotations
 
 import logging
+import re
 
 import sqlalchemy as sa
 
@@ -46,6 +47,29 @@ _MYSQL_NOT_READY = {1047}
 # is raised for unlogged tables during recovery).
 _PG_READ_ONLY = "25006"
 _PG_IN_RECOVERY = ("0A000", "during recovery")
+
+
+# MariaDB parses a table's triggers each time it opens the table, and an
+# instance of the table whose parse failed (for whatever passing reason:
+# the server keeps whatever error the parser met) stays in its table
+# cache with every trigger of the table disabled.  Every write that later
+# gets that instance fails with error 1064 naming the trigger, although
+# the stored definition is sound, until the instance leaves the cache.
+# Such a write wrote nothing; the instance is closed (storage/db.py) and
+# the write run again.
+_BROKEN_TRIGGER = re.compile(
+    r"Trigger '(?:[^']*\.)?([^'.]+)' has an error in its body"
+    r"|Unknown trigger has an error in its body")
+
+
+def broken_trigger(orig: BaseException | None) -> str | None:
+    """The name of the trigger a MySQL/MariaDB error says it could not use
+    ("" when the server does not name it); None for any other error."""
+    args = getattr(orig, "args", ())
+    if not args or args[0] != 1064:
+        return None
+    found = _BROKEN_TRIGGER.search(str(args[1]) if len(args) > 1 else "")
+    return None if found is None else (found.group(1) or "")
 
 
 def read_only_server(orig: BaseException) -> bool:
@@ -103,6 +127,11 @@ def translate(exc: Exception) -> errors.DatabaseUnavailable | None:
         return errors.DatabaseUnavailable(
             "The database cannot take this work now (it is read-only or in recovery); "
             "nothing was written. Please retry.")
+    if broken_trigger(exc.orig) is not None:
+        LOG.warning("A cached table's trigger could not be used: %s", reason)
+        return errors.TransactionAborted(
+            "The database could not use one of its triggers; nothing was written. "
+            "Please retry.")
     if _mysql_code(exc) in _MYSQL_NOT_READY:
         LOG.warning("Database node not ready: %s", reason)
         return errors.NodeNotReady(

@@ -197,15 +197,35 @@ def install(conn: Connection) -> None:
     for name, table, event in all_triggers():
         statements = _bodies(backend, table, event)
         if backend == "mysql":
-            body = "; ".join(statements)
-            conn.exec_driver_sql(
-                f"CREATE TRIGGER {name} AFTER {event} ON {table} FOR EACH ROW "
-                f"BEGIN {_MYSQL_DECLARE}IF @allotment_writer IS NULL THEN {body}; END IF; END")
+            conn.exec_driver_sql(_mysql_create(name, table, event))
         else:
             body = "".join(f"{s}; " for s in statements)
             conn.exec_driver_sql(
                 f"CREATE TRIGGER {name} AFTER {event} ON {table} FOR EACH ROW "
                 f"WHEN NOT EXISTS (SELECT 1 FROM allotment_writer) BEGIN {body}END")
+
+
+def _mysql_create(name: str, table: str, event: str) -> str:
+    body = "; ".join(_bodies("mysql", table, event))
+    return (f"CREATE TRIGGER {name} AFTER {event} ON {table} FOR EACH ROW "
+            f"BEGIN {_MYSQL_DECLARE}IF @allotment_writer IS NULL THEN {body}; END IF; END")
+
+
+def recreate(conn: Connection, name: str) -> list[str]:
+    """Drop and create again (MySQL) the trigger ``name``, or every trigger
+    of this module when ``name`` is not one of them ("" included); returns
+    the names re-created.
+
+    Dropping a trigger closes every cached instance of its table, so the
+    next use parses the triggers afresh (storage/faults.py, broken_trigger).
+    Another program's write that lands between the two statements is not
+    reported: the caller tells every reader to read the world again.
+    """
+    chosen = [t for t in all_triggers() if t[0] == name] or all_triggers()
+    for trigger, table, event in chosen:
+        conn.exec_driver_sql(f"DROP TRIGGER IF EXISTS {trigger}")
+        conn.exec_driver_sql(_mysql_create(trigger, table, event))
+    return [t[0] for t in chosen]
 
 
 def _install_postgresql(conn: Connection) -> None:

@@ -69,6 +69,26 @@ def test_conflicts_between_transactions_may_be_retried(exc):
     assert isinstance(faults.translate(exc), errors.TransactionAborted)
 
 
+@pytest.mark.parametrize(("message", "name"), [
+    ("Trigger 'allotment_fw_resource_providers_upd' has an error in its body: 'You have "
+     "an error in your SQL syntax; check the manual'", "allotment_fw_resource_providers_upd"),
+    ("Trigger 'placement.allotment_fw_allocations_ins' has an error in its body: 'x'",
+     "allotment_fw_allocations_ins"),
+    ("Unknown trigger has an error in its body: 'x'", ""),
+])
+def test_a_trigger_the_server_keeps_disabled_is_named_and_retried(message, name):
+    exc = _wrapped(sa.exc.ProgrammingError, pymysql.err.ProgrammingError(1064, message))
+    assert faults.broken_trigger(exc.orig) == name
+    assert isinstance(faults.translate(exc), errors.TransactionAborted)
+
+
+def test_a_syntax_error_of_a_statement_is_not_a_disabled_trigger():
+    exc = _wrapped(sa.exc.ProgrammingError, pymysql.err.ProgrammingError(
+        1064, "You have an error in your SQL syntax; near 'FORM x'"))
+    assert faults.broken_trigger(exc.orig) is None
+    assert faults.translate(exc) is None
+
+
 def test_a_galera_node_not_ready_is_a_503_to_wait_for():
     exc = _wrapped(sa.exc.OperationalError, pymysql.err.OperationalError(
         1047, "WSREP has not yet prepared node for application use"))
