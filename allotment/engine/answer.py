@@ -180,11 +180,17 @@ def _what_if(source: Source, ext: ExtendedRequest, *, max_candidates: int, strat
     ignored = ext.ignored
     snap = whatif.without(real, ignored) if ignored else real
     wanted = dataclasses.replace(ext, ignored=(), preemptible=None)
-    if nothing_to_search(snap, wanted, names.classes, names.trait_rank):
+    preempt = ext.preemptible is not None
+    wide = snap
+    if preempt:
+        skip = {h.consumer for h in ignored}
+        victims = [h for h in ext.preemptible or () if h.consumer not in skip]
+        # The world without any preemptible consumer.
+        wide = whatif.without(snap, victims)
+    if nothing_to_search(wide, wanted, names.classes, names.trait_rank):
         if explain_limit is None:
             return Answer([], [], what_if=[])
         return Answer([], [], explain(snap, wanted, tree_limit=explain_limit), what_if=[])
-    preempt = ext.preemptible is not None
 
     def found(world: LiveSnapshot, request: ExtendedRequest, cap: int) -> Iterator:
         return extensions.find_extended_candidates(
@@ -197,14 +203,12 @@ def _what_if(source: Source, ext: ExtendedRequest, *, max_candidates: int, strat
     caps = [c for c in (wanted.base.limit, max_candidates) if c is not None and c >= 0]
     cap = min(caps) if caps else None
     if preempt and (cap is None or len(candidates) < cap):
-        skip = {h.consumer for h in ignored}
-        victims = [h for h in ext.preemptible or () if h.consumer not in skip]
         on_provider = whatif.by_provider(victims)
         # Every candidate of the world without any preemptible consumer;
         # those that fit as things are were found above.
         unlimited = dataclasses.replace(
             wanted, base=dataclasses.replace(wanted.base, limit=None))
-        for c in found(whatif.without(snap, victims), unlimited, -1):
+        for c in found(wide, unlimited, -1):
             if cap is not None and len(candidates) >= cap:
                 break
             evicts = whatif.eviction_set(snap, c, on_provider)
