@@ -220,6 +220,14 @@ def _what_if(source: Source, ext: ExtendedRequest, *, max_candidates: int, strat
     if explain_limit is not None:
         answered = {c.anchor for c in candidates} if cap and len(candidates) >= cap else None
         explanation = explain(snap, wanted, tree_limit=explain_limit, answered_roots=answered)
+        if preempt:
+            # Whether the tree would yield a candidate were every
+            # preemptible consumer gone.
+            plan = extensions.compile_plan(wide, wanted)
+            explanation = dataclasses.replace(explanation, failing=tuple(
+                dataclasses.replace(t, details={**t.details, "preemption_helps":
+                                                extensions.tree_yields(plan, wide.index[t.root])})
+                for t in explanation.failing))
     used, trees = search.provider_summary_trees(
         snap, candidates, nested_aware=wanted.base.nested_aware)
     summaries, by_tree = kept_summaries(snap, source.cache.section, names.trait_rank,

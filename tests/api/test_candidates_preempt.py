@@ -100,6 +100,19 @@ def test_limit_counts_every_candidate(api):
     assert two[0] == ("cn3", []) and two[1] in (("cn1", ["spot-b"]), ("cn4", ["batch-e"]))
 
 
+def test_explain_says_whether_preemption_would_help(api):
+    cloud = Cloud(api)
+    resp = api.get("/allocation_candidates?resources=VCPU:7&preempt=true&explain=true",
+                   headers=EXT)
+    helps = {cloud.w.name(t["root_provider_uuid"]): t["preemption_helps"]
+             for t in resp.json["explanation"]["trees"]}
+    # cn1 would have 6 free without spot-a and spot-b; cn2's instance stays.
+    assert helps == {"cn1": False, "cn2": False, "cn3": True, "cn4": True}
+    # Without preempt, explain says nothing of it.
+    resp = api.get("/allocation_candidates?resources=VCPU:7&explain=true", headers=EXT)
+    assert all("preemption_helps" not in t for t in resp.json["explanation"]["trees"])
+
+
 def test_without_preempt_nothing_changes(api):
     cloud = Cloud(api)
     assert cloud.w.candidates("resources=VCPU:3") == [frozenset({("cn3", "VCPU", 3)})]
