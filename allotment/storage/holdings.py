@@ -58,3 +58,20 @@ def of_consumer_types(conn: Connection, type_names: Iterable[str]) -> list[Row]:
         return []
     return list(conn.execute(_HELD.where(consumer_types.c.name.in_(names),
                                          allocations.c.id.isnot(None))))
+
+
+def usage_of_consumer_types(conn: Connection, type_names: Iterable[str]) -> list[tuple[str, int]]:
+    """(resource class, amount) held by the consumers of the given types,
+    over every provider, by class name."""
+    names = sorted(set(type_names))
+    if not names:
+        return []
+    query = sa.select(
+        resource_classes.c.name, sa.func.sum(allocations.c.used),
+    ).select_from(
+        allocations.join(consumers, allocations.c.consumer_id == consumers.c.uuid)
+        .join(consumer_types, consumers.c.consumer_type_id == consumer_types.c.id)
+        .join(resource_classes, allocations.c.resource_class_id == resource_classes.c.id)
+    ).where(consumer_types.c.name.in_(names)).group_by(
+        resource_classes.c.name).order_by(resource_classes.c.name)
+    return [(rc, int(used)) for rc, used in conn.execute(query)]

@@ -10,6 +10,7 @@ import pytest
 
 from allotment.server.app import create_app
 from tests.api.candidate_helpers import World
+from tests.api.test_metrics import scrape
 from tests.api.test_resource_providers import PROJECT, USER, new_uuid
 from tests.conftest import make_conf
 from tests.harness.wsgi_client import Client
@@ -248,3 +249,17 @@ def test_two_schedulers_write_at_once(api):
     assert api.get(f"/allocations/{winner}").json["allocations"]
     assert api.get(f"/allocations/{loser}").json["allocations"] == {}
     assert usage(api, cloud, "cn1") == 2 + 2 + 3
+
+
+def test_metrics_say_what_preemptible_consumers_hold(api):
+    Cloud(api)
+    found = scrape(api)
+    held = {s.labels["resourcetype"]: s.value for s in found["allotment_preemptible_usage"]}
+    # spot-a 2, spot-b 4, spot-c 5, batch-d 5, batch-e 2 and 1024 MB.
+    assert held == {"VCPU": 18, "MEMORY_MB": 1024}
+
+
+def test_no_preemptible_usage_without_preemptible_types(database_url, db):
+    api = Client(create_app(make_conf(database_url), db=db))
+    Cloud(api)
+    assert "allotment_preemptible_usage" not in scrape(api)
