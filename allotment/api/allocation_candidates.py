@@ -22,6 +22,7 @@ from allotment.api.candidates_query import parse_allocation_candidates_query
 from allotment.api.resource import Resource, authorize, require_version, version
 from allotment.engine.extensions import ExtendedRequest
 from allotment.engine.packed import Packed
+from allotment.engine.plan import Candidate
 from allotment.engine.request import AllocationCandidatesRequest
 from allotment.engine.whatif import WhatIf
 from allotment.service import allocation_candidates as service
@@ -107,7 +108,7 @@ class AllocationCandidates(Resource):
         return dataclasses.replace(parsed.request, ignored=ignored, preemptible=preemptible)
 
 
-def what_if_request(cand, note: WhatIf, want: tuple[int, int]) -> dict:
+def what_if_request(cand: Candidate, note: WhatIf, want: tuple[int, int]) -> dict:
     """An allocation request of a what-if answer (docs/extensions/
     ignore-consumers.md, preempt.md)."""
     body = allocation_request(cand, want)
