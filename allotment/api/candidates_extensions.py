@@ -10,6 +10,7 @@ exactly its standard meaning and errors.
 from __future__ import annotations
 
 import dataclasses
+import uuid as uuid_mod
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -221,7 +222,8 @@ def _parse_consumers(values: list[str]) -> tuple[str, ...]:
                     "Invalid query string parameters: Expected 'ignore_consumers' "
                     f"parameter to contain valid UUID(s). Got: {uuid}",
                     code=errors.QUERYPARAM_BAD_VALUE)
-            found.append(uuid)
+            # As consumers are stored (PUT /allocations writes this form).
+            found.append(str(uuid_mod.UUID(uuid)))
     return tuple(dict.fromkeys(found))
 
 

@@ -76,6 +76,12 @@ def test_the_world_itself_is_unchanged(api):
     assert "displaces" not in resp.json["allocation_requests"][0]
 
 
+def test_any_spelling_of_a_uuid(api):
+    w, vms = cloud(api)
+    body = ignoring(api, "resources=VCPU:2", vms["vm1"].upper().replace("-", "")).json
+    assert by_host(w, body) == {"cn1": [vms["vm1"]], "cn2": []}
+
+
 def test_unknown_consumers_are_named(api):
     _, vms = cloud(api)
     ghost1, ghost2 = sorted([new_uuid(), new_uuid()])
