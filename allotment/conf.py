@@ -164,6 +164,10 @@ allotment_opts = [
                     "). Repeat for each flavor."),
     cfg.ListOpt("capacity_private_flavors", default=[],
                 help="Names among capacity_flavors exported with public=\"False\"."),
+    cfg.ListOpt("preemptible_consumer_types", default=[],
+                help="Consumer types (microversion 1.38's consumer_type) whose "
+                "consumers GET /allocation_candidates?preempt=true may offer to "
+                "remove to make room (docs/extensions/preempt.md). Empty: none."),
     cfg.BoolOpt("capacity_metrics_per_host", default=False,
                 help="Also export openstack_free_capacity_hypervisor_by_flavor, one "
                 "series per host with room and flavor (many series on a large cloud)."),

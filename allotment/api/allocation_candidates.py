@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import falcon
@@ -12,16 +13,21 @@ from allotment.api.candidates_codec import (
     DICT_REQUESTS,
     MAPPINGS,
     SUMMARY_TREE,
+    allocation_request,
     assembled_body,
     encoded_request,
     encoded_summaries,
 )
 from allotment.api.candidates_query import parse_allocation_candidates_query
 from allotment.api.resource import Resource, authorize, require_version, version
+from allotment.engine.extensions import ExtendedRequest
 from allotment.engine.packed import Packed
+from allotment.engine.plan import Candidate
 from allotment.engine.request import AllocationCandidatesRequest
+from allotment.engine.whatif import WhatIf
 from allotment.service import allocation_candidates as service
 from allotment.service import headroom as headroom_service
+from allotment.service import whatif as whatif_service
 
 
 @functools.lru_cache(maxsize=1024)
@@ -48,6 +54,8 @@ class AllocationCandidates(Resource):
             wanted, request = parsed.request, parsed.request.base
             explain_limit = parsed.explain_limit
             headroom = parsed.headroom
+            if parsed.ignore_consumers or parsed.preempt:
+                wanted = self._what_if(req, parsed)
         else:
             wanted = request = _parse(query.frozen_pairs(req), want)
         placement = self.conf.placement
@@ -72,8 +80,11 @@ class AllocationCandidates(Resource):
         encoded = ({} if found.cache is None else found.cache.section(
             ("encoded-request", want >= DICT_REQUESTS, want >= MAPPINGS)))
         body = {
-            "allocation_requests": [encoded_request(c, want, encoded)
-                                    for c in found.candidates],
+            "allocation_requests": (
+                [encoded_request(c, want, encoded) for c in found.candidates]
+                if found.what_if is None else
+                [what_if_request(c, note, want)
+                 for c, note in zip(found.candidates, found.what_if, strict=True)]),
             "provider_summaries": encoded_summaries(found, request, want),
         }
         if found.explanation is not None:
@@ -81,3 +92,31 @@ class AllocationCandidates(Resource):
         if headroom:
             body["headroom"] = headroom_service.compute(self.replica, wanted).as_dict()
         rendering.send_json(req, resp, body)
+
+    def _what_if(self, req: falcon.Request, parsed: candidates_extensions.ExtendedQuery,
+                 ) -> ExtendedRequest:
+        """The request with the consumers it asks about, read as
+        ``GET /allocations/{consumer}`` would read them (and so with its
+        policy)."""
+        authorize(req, "placement:allocations:list")
+        ignored = (whatif_service.consumers(self.db, parsed.ignore_consumers)
+                   if parsed.ignore_consumers else ())
+        preemptible = None
+        if parsed.preempt:
+            preemptible = whatif_service.preemptible(
+                self.db, self.conf.allotment.preemptible_consumer_types)
+        return dataclasses.replace(parsed.request, ignored=ignored, preemptible=preemptible)
+
+
+def what_if_request(cand: Candidate, note: WhatIf, want: tuple[int, int]) -> dict:
+    """An allocation request of a what-if answer (docs/extensions/
+    ignore-consumers.md, preempt.md)."""
+    body = allocation_request(cand, want)
+    if note.displaces is not None:
+        body["displaces"] = list(note.displaces)
+    if note.evicts is not None:
+        body["evicts"] = [{"consumer_uuid": h.consumer,
+                           "consumer_generation": h.generation,
+                           "project_id": h.project_id, "user_id": h.user_id,
+                           "consumer_type": h.consumer_type} for h in note.evicts]
+    return body

@@ -10,6 +10,7 @@ exactly its standard meaning and errors.
 from __future__ import annotations
 
 import dataclasses
+import uuid as uuid_mod
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -27,7 +28,10 @@ MIN_VERSION = (1, 36)
 EXPLAIN_LIMIT_DEFAULT = 50
 EXPLAIN_LIMIT_MAX = 1000
 _EXTENSION_PARAMS = ("root_member_of", "isolate", "explain", "explain_limit", "can_split",
-                     "headroom")
+                     "headroom", "ignore_consumers")
+# ``preempt`` names 1.38's consumer types: below 1.38 it stays unknown.
+PREEMPT = "preempt"
+PREEMPT_VERSION = (1, 38)
 
 
 @dataclass(frozen=True)
@@ -37,6 +41,10 @@ class ExtendedQuery:
     explain_limit: int | None = None
     # Whether the answer also says how many more instances fit.
     headroom: bool = False
+    # Consumers whose allocations the answer is worked out without.
+    ignore_consumers: tuple[str, ...] = ()
+    # Whether candidates that fit once preemptible consumers go are wanted.
+    preempt: bool = False
 
 
 def requested(value: str | None) -> bool:
@@ -140,8 +148,10 @@ def parse_extended_query(params: Sequence[tuple[str, str]],
     def values(key: str) -> list[str]:
         return [v for k, v in params if k == key]
 
+    preempt_known = tuple(microversion) >= PREEMPT_VERSION
     standard = [(k, v) for k, v in params
-                if k not in _EXTENSION_PARAMS and k != "same_subtree"]
+                if k not in _EXTENSION_PARAMS and k != "same_subtree"
+                and not (k == PREEMPT and preempt_known)]
     anti: list[tuple[frozenset[str], frozenset[str]]] = []
     for value in values("same_subtree"):
         names = _suffixes(value, "same_subtree")
@@ -193,7 +203,28 @@ def parse_extended_query(params: Sequence[tuple[str, str]],
         forbidden_root_aggs=forbidden_root_aggs, isolate=tuple(isolate),
         anti_affinity=tuple(anti), can_split=can_split)
     return ExtendedQuery(request, _parse_explain(values("explain"), values("explain_limit")),
-                         _parse_flag(values("headroom"), "headroom"))
+                         _parse_flag(values("headroom"), "headroom"),
+                         _parse_consumers(values("ignore_consumers")),
+                         preempt_known and _parse_flag(values(PREEMPT), PREEMPT))
+
+
+def _parse_consumers(values: list[str]) -> tuple[str, ...]:
+    """``ignore_consumers=in:UUID,...`` (repeatable), in the order given."""
+    found: list[str] = []
+    for value in values:
+        if not value.startswith("in:"):
+            raise errors.BadRequest(
+                "'ignore_consumers' must be prefixed with the 'in:' keyword. "
+                f"Got: {value}", code=errors.QUERYPARAM_BAD_VALUE)
+        for uuid in value[3:].split(","):
+            if not filters.is_uuid_like(uuid):
+                raise errors.BadRequest(
+                    "Invalid query string parameters: Expected 'ignore_consumers' "
+                    f"parameter to contain valid UUID(s). Got: {uuid}",
+                    code=errors.QUERYPARAM_BAD_VALUE)
+            # As consumers are stored (PUT /allocations writes this form).
+            found.append(str(uuid_mod.UUID(uuid)))
+    return tuple(dict.fromkeys(found))
 
 
 def _parse_flag(values: list[str], name: str) -> bool:

@@ -43,7 +43,8 @@ class Metrics(Resource):
                 raise errors.NotFound("")
             authorize(req, policies.METRICS)
         scraped = placement_metrics.scrape(
-            self.replica, consumer_allocations=self.conf.allotment.metrics_consumer_allocations)
+            self.replica, consumer_allocations=self.conf.allotment.metrics_consumer_allocations,
+            preemptible_types=self.conf.allotment.preemptible_consumer_types)
         text = scraped.text
         if self._flavors is None:
             self._flavors = capacity_metrics.parse_flavors(

@@ -145,7 +145,13 @@ def describe(client: PlacementClient, request: CandidatesRequest) -> list[dict[s
                           for rc in resources if rc in summary},
                 "groups": sorted(groups_of.get(uuid, [])),
             })
-        out.append({"host": name_of(host), "host_uuid": host, "allocations": allocations})
+        entry = {"host": name_of(host), "host_uuid": host, "allocations": allocations}
+        # What the what-if extensions add (docs/extensions/ignore-consumers.md,
+        # preempt.md), as the service says it.
+        for extra in ("displaces", "evicts"):
+            if extra in candidate:
+                entry[extra] = candidate[extra]
+        out.append(entry)
     return out
 
 
@@ -172,4 +178,16 @@ def table_rows(candidates: list[dict[str, Any]]) -> list[list[Any]]:
                           for rc, u in usage.items()),
                 ", ".join(alloc["groups"]),
             ])
+    return rows
+
+
+def what_if_rows(candidates: list[dict[str, Any]]) -> list[list[Any]]:
+    """Per candidate, the consumers it displaces or would evict."""
+    rows = []
+    for number, candidate in enumerate(candidates, 1):
+        for kind, consumers in (("displaces", candidate.get("displaces") or []),
+                                ("evicts", [v["consumer_uuid"] for v in
+                                            candidate.get("evicts") or []])):
+            for consumer in consumers:
+                rows.append([number, candidate["host"], kind, consumer])
     return rows

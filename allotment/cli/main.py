@@ -8,6 +8,7 @@ and usage per host.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from typing import Any
@@ -125,16 +126,25 @@ def cli(ctx: click.Context, url, token, cloud, database_url, microversion, heade
 @click.option("--explain", "explain_hosts", type=click.IntRange(1, 1000), metavar="N",
               help="Ask allotment's explain extension why each host (up to N) yields "
                    "no candidate. json/yaml output becomes {candidates, explanation}.")
+@click.option("--ignore-consumer", "ignore_consumers", multiple=True, metavar="UUID",
+              help="Answer as if this consumer held nothing (repeatable; allotment's "
+                   "ignore_consumers extension). Each candidate lists whom it displaces.")
+@click.option("--preempt", is_flag=True,
+              help="Also candidates that fit once preemptible consumers go (allotment's "
+                   "preempt extension), each with the consumers it would evict.")
 @format_option
 @click.pass_obj
 def candidates_cmd(obj: _Lazy, resources, required, member_of, in_tree, groups,
                    group_policy, same_subtree, root_required, limit, why,
-                   explain_hosts) -> None:
+                   explain_hosts, ignore_consumers, preempt) -> None:
     """Which hosts and providers could satisfy a request, and how much of each."""
     request = cand.build_request(
         resources=resources, required=required, member_of=member_of, in_tree=in_tree,
         groups=groups, group_policy=group_policy, same_subtree=same_subtree,
         root_required=root_required, limit=limit)
+    if ignore_consumers or preempt:
+        request = dataclasses.replace(request, ignore_consumers=ignore_consumers,
+                                      preempt=preempt)
     found = cand.describe(obj.client, request)
     if explain_hosts:
         names = cand.provider_names(obj.client)
@@ -153,6 +163,9 @@ def candidates_cmd(obj: _Lazy, resources, required, member_of, in_tree, groups,
         return
     reasons = explain(obj.client, request) if why and not found else []
     tables = [("", CANDIDATE_COLUMNS, cand.table_rows(found))]
+    if ignore_consumers or preempt:
+        tables.append(("consumers in the way", ["#", "host", "", "consumer"],
+                       cand.what_if_rows(found)))
     if reasons:
         tables.append(("", ["why nothing fits"], [[r] for r in reasons]))
     emit(obj.format, {"candidates": found, "why": reasons} if why else found, tables)

@@ -134,7 +134,8 @@ class CandidatesRequest:
     list of suffix lists; ``"!_X"`` in a ``same_subtree`` list for
     anti-affinity; ``can_split``, classes of the unsuffixed group that may
     be divided over several providers of one tree; ``explain`` (and
-    ``explain_limit``).  Using any of them,
+    ``explain_limit``); ``headroom``; ``ignore_consumers`` (consumer UUIDs)
+    and ``preempt``.  Using any of them,
     or ``extensions=True``, sends the opt-in header and makes
     ``group_policy`` optional.  Upstream Placement refuses such requests.
     """
@@ -153,6 +154,12 @@ class CandidatesRequest:
     explain_limit: int | None = None
     # How many more instances fit (docs/extensions/headroom.md).
     headroom: bool = False
+    # The answer as if these consumers held nothing
+    # (docs/extensions/ignore-consumers.md).
+    ignore_consumers: Iterable[str] = ()
+    # Also candidates that fit once preemptible consumers go
+    # (docs/extensions/preempt.md; microversion 1.38 or later).
+    preempt: bool = False
     extensions: bool = False
 
     def __post_init__(self) -> None:
@@ -164,9 +171,11 @@ class CandidatesRequest:
         self.forbidden_root_aggregates = _sorted(self.forbidden_root_aggregates)
         self.isolate = [list(s) for s in self.isolate]
         self.can_split = _sorted(self.can_split)
+        self.ignore_consumers = list(dict.fromkeys(self.ignore_consumers))
         anti = any(s.startswith("!") for st in self.same_subtree for s in st)
         if (self.root_member_of or self.forbidden_root_aggregates or self.isolate
-                or self.can_split or self.explain or self.headroom or anti):
+                or self.can_split or self.explain or self.headroom or anti
+                or self.ignore_consumers or self.preempt):
             self.extensions = True
         self._check_extensions()
         for suffix in self.groups:
@@ -216,7 +225,7 @@ class CandidatesRequest:
         wide = {k: kwargs.pop(k) for k in (
             "group_policy", "limit", "root_required", "root_member_of",
             "forbidden_root_aggregates", "can_split", "explain", "explain_limit",
-            "headroom", "extensions") if k in kwargs}
+            "headroom", "ignore_consumers", "preempt", "extensions") if k in kwargs}
         return cls(RequestGroup(resources=resources, **kwargs), **wide)
 
     def _all_groups(self) -> list[RequestGroup]:
@@ -252,6 +261,10 @@ class CandidatesRequest:
                 out.append(("explain_limit", str(self.explain_limit)))
         if self.headroom:
             out.append(("headroom", "true"))
+        if self.ignore_consumers:
+            out.append(("ignore_consumers", "in:" + csv(self.ignore_consumers)))
+        if self.preempt:
+            out.append(("preempt", "true"))
         return out
 
     def headers(self) -> dict[str, str]:

@@ -13,12 +13,13 @@ limited answer kept tree by tree (engine.rounds), the summaries
 
 from __future__ import annotations
 
+import dataclasses
 import random
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Protocol, TypedDict
 
-from allotment.engine import extensions, rounds, search
+from allotment.engine import extensions, rounds, search, whatif
 from allotment.engine.codec import Codec
 from allotment.engine.explain import Explanation, explain
 from allotment.engine.extensions import ExtendedRequest
@@ -82,6 +83,8 @@ class Answer:
     encoded: rounds.Assembled | None = None
     # Trees answered from what was kept.
     kept_hits: int = 0
+    # Per candidate, for a request about another world (engine.whatif).
+    what_if: list[whatif.WhatIf] | None = None
 
 
 EMPTY = Answer([], [])
@@ -127,6 +130,9 @@ def answer(
     """
     plain = not isinstance(request, ExtendedRequest)
     ext = extensions.extend(request)
+    if not plain and ext.is_what_if:
+        return _what_if(source, ext, max_candidates=max_candidates, strategy=strategy,
+                        randomize=randomize, rng=rng, explain_limit=explain_limit)
     request = ext.base
     snap, names = source.snapshot, source.names
     if nothing_to_search(snap, ext, names.classes, names.trait_rank):
@@ -162,3 +168,68 @@ def answer(
     summaries, by_tree = kept_summaries(snap, source.cache.section, names.trait_rank,
                                         source.names_version, used, trees)
     return Answer(candidates, summaries, explanation, by_tree, source.cache, kept_hits=hits)
+
+
+def _what_if(source: Source, ext: ExtendedRequest, *, max_candidates: int, strategy: str,
+             randomize: bool, rng: random.Random | None,
+             explain_limit: int | None) -> Answer:
+    """:func:`answer` for a request about the world without some consumers
+    (engine.whatif).  Nothing of it is kept: it is worked out over a copy
+    of the world made for it."""
+    real, names = source.snapshot, source.names
+    ignored = ext.ignored
+    snap = whatif.without(real, ignored) if ignored else real
+    wanted = dataclasses.replace(ext, ignored=(), preemptible=None)
+    preempt = ext.preemptible is not None
+    wide = snap
+    if preempt:
+        skip = {h.consumer for h in ignored}
+        victims = [h for h in ext.preemptible or () if h.consumer not in skip]
+        # The world without any preemptible consumer.
+        wide = whatif.without(snap, victims)
+    if nothing_to_search(wide, wanted, names.classes, names.trait_rank):
+        if explain_limit is None:
+            return Answer([], [], what_if=[])
+        return Answer([], [], explain(snap, wanted, tree_limit=explain_limit), what_if=[])
+
+    def found(world: LiveSnapshot, request: ExtendedRequest, cap: int) -> Iterator:
+        return extensions.find_extended_candidates(
+            world, request, max_candidates=cap, strategy=strategy,
+            randomize=randomize, rng=rng)
+
+    candidates = list(found(snap, wanted, max_candidates))
+    notes = [whatif.WhatIf(whatif.displaced(real, c, ignored) if ignored else None,
+                           () if preempt else None) for c in candidates]
+    caps = [c for c in (wanted.base.limit, max_candidates) if c is not None and c >= 0]
+    cap = min(caps) if caps else None
+    if preempt and (cap is None or len(candidates) < cap):
+        on_provider = whatif.by_provider(victims)
+        # Every candidate of the world without any preemptible consumer;
+        # those that fit as things are were found above.
+        unlimited = dataclasses.replace(
+            wanted, base=dataclasses.replace(wanted.base, limit=None))
+        for c in found(wide, unlimited, -1):
+            if cap is not None and len(candidates) >= cap:
+                break
+            evicts = whatif.eviction_set(snap, c, on_provider)
+            if evicts:
+                candidates.append(c)
+                notes.append(whatif.WhatIf(
+                    whatif.displaced(real, c, ignored) if ignored else None, evicts))
+    explanation = None
+    if explain_limit is not None:
+        answered = {c.anchor for c in candidates} if cap and len(candidates) >= cap else None
+        explanation = explain(snap, wanted, tree_limit=explain_limit, answered_roots=answered)
+        if preempt:
+            # Whether the tree would yield a candidate were every
+            # preemptible consumer gone.
+            plan = extensions.compile_plan(wide, wanted)
+            explanation = dataclasses.replace(explanation, failing=tuple(
+                dataclasses.replace(t, details={**t.details, "preemption_helps":
+                                                extensions.tree_yields(plan, wide.index[t.root])})
+                for t in explanation.failing))
+    used, trees = search.provider_summary_trees(
+        snap, candidates, nested_aware=wanted.base.nested_aware)
+    summaries, by_tree = kept_summaries(snap, source.cache.section, names.trait_rank,
+                                        source.names_version, used, trees)
+    return Answer(candidates, summaries, explanation, by_tree, source.cache, what_if=notes)

@@ -39,6 +39,7 @@ from allotment.engine.packed import Packed, Packer
 from allotment.engine.plan import READY
 from allotment.engine.request import AllocationCandidatesRequest
 from allotment.engine.snapshot import Snapshot
+from allotment.engine.whatif import Holding
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,11 @@ class ExtendedRequest:
     anti_affinity: tuple[tuple[frozenset[str], frozenset[str]], ...] = field(default=())
     # Classes of the unsuffixed group that may be divided (engine.split).
     can_split: frozenset[str] = frozenset()
+    # Consumers whose allocations the answer is worked out without, and
+    # with preemption the consumers that may be removed (None: no
+    # preemption); see engine.whatif.  The search never sees them.
+    ignored: tuple[Holding, ...] = ()
+    preemptible: tuple[Holding, ...] | None = None
 
     def __post_init__(self) -> None:
         known = {g.suffix for g in self.base.groups if g.suffix}
@@ -80,7 +86,12 @@ class ExtendedRequest:
     @property
     def is_standard(self) -> bool:
         return not (self.root_member_of or self.forbidden_root_aggs
-                    or self.has_group_constraints or self.can_split)
+                    or self.has_group_constraints or self.can_split
+                    or self.is_what_if)
+
+    @property
+    def is_what_if(self) -> bool:
+        return bool(self.ignored) or self.preemptible is not None
 
 
 def extend(request: AllocationCandidatesRequest | ExtendedRequest) -> ExtendedRequest:

@@ -3,10 +3,12 @@ process's world, with the names renderers show."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import NamedTuple
 
 from allotment.engine import headroom as engine
+from allotment.engine import whatif
 from allotment.engine.extensions import ExtendedRequest
 from allotment.engine.request import AllocationCandidatesRequest
 from allotment.world.sync import Replica
@@ -57,9 +59,15 @@ def of_world(world, request: AllocationCandidatesRequest | ExtendedRequest,
     world by counting again only the trees that changed.  ``with_hosts``
     false leaves ``hosts`` empty (naming every host costs)."""
     snap = world.snapshot
-    # Requests hold mappings (not hashable): their text names their kind.
-    memo = world.memo(("headroom", repr(request)))
-    found = engine.count(snap, request, memo=memo, trees=_trees(world))
+    if isinstance(request, ExtendedRequest) and request.is_what_if:
+        # Counted in the world without the ignored consumers, made for
+        # this request and kept nowhere; preemption counts nothing more.
+        snap = whatif.without(snap, request.ignored)
+        found = engine.count(snap, dataclasses.replace(request, ignored=(), preemptible=None))
+    else:
+        # Requests hold mappings (not hashable): their text names their kind.
+        memo = world.memo(("headroom", repr(request)))
+        found = engine.count(snap, request, memo=memo, trees=_trees(world))
     hosts = []
     if with_hosts:
         name_of, index = snap.name_of, snap.index

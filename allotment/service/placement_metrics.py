@@ -11,11 +11,11 @@ a large cloud mostly joins text already made.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from allotment.engine.snapshot import RATIO, RESERVED, TOTAL
-from allotment.storage import clock, exports
+from allotment.storage import clock, exports, holdings
 from allotment.world.sync import Replica
 
 # (name, help) in the order families are written; the per-provider families
@@ -33,6 +33,7 @@ FEED_LAG_ROWS = "allotment_feed_lag_rows"
 FEED_LAG_SECONDS = "allotment_feed_lag_seconds"
 FEED_GAPS_OPEN = "allotment_feed_gaps_open"
 PROVIDERS = "allotment_resource_providers"
+PREEMPTIBLE = "allotment_preemptible_usage"
 
 _MEMO = "metrics.lines"
 
@@ -79,9 +80,11 @@ def _provider_lines(name: str, inventory, generation: int,
             "".join(gen))
 
 
-def scrape(replica: Replica, *, consumer_allocations: bool = False) -> Scrape:
+def scrape(replica: Replica, *, consumer_allocations: bool = False,
+           preemptible_types: Sequence[str] = ()) -> Scrape:
     """The provider families of one scrape, with the feed's lag as this
-    process found it before catching up."""
+    process found it before catching up; with ``preemptible_types``, what
+    consumers of those types hold, per class (docs/extensions/preempt.md)."""
     db = replica.db
     with replica.lock:
         with db.autocommit() as conn:
@@ -117,6 +120,13 @@ def scrape(replica: Replica, *, consumer_allocations: bool = False) -> Scrape:
                      for host, consumer, rc, used in exports.consumer_allocations(conn)]
         parts.append(_family(ALLOCATIONS, "Amount a consumer holds of a provider's class.",
                              lines))
+    if preemptible_types:
+        with db.read() as conn:
+            held = holdings.usage_of_consumer_types(conn, preemptible_types)
+        parts.append(_family(
+            PREEMPTIBLE, "Amount of a resource class held by preemptible consumers "
+            "([allotment] preemptible_consumer_types), over every provider.",
+            [f'{PREEMPTIBLE}{{resourcetype="{escape(rc)}"}} {used}\n' for rc, used in held]))
     parts.append(_family(PROVIDERS, "Resource providers in the world.",
                          [f"{PROVIDERS} {count}\n"]))
     parts.append(_family(FEED_LAG_ROWS, "Change-feed rows this process had not applied "

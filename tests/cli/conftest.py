@@ -14,7 +14,9 @@ def live(tmp_path_factory):
     database_url = f"sqlite:///{workdir}/allotment.sqlite"
     # Two workers: a browser may open a connection ahead and leave it idle,
     # holding one sync worker until the client timeout.
-    server = start_allotment(database_url, workdir, workers=2)
+    # The migration of world.py may be preempted (`candidates --preempt`).
+    server = start_allotment(database_url, workdir, workers=2, extra_conf=(
+        "[allotment]\npreemptible_consumer_types = MIGRATION\n"))
     try:
         with PlacementClient.from_url(server.url, token="admin") as client:
             server.world = seed(client)

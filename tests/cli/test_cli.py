@@ -117,6 +117,26 @@ def test_candidates_filters_and_limit(live, capsys):
     assert code == 1 and "No such trait" in err
 
 
+def test_candidates_what_if(live, capsys):
+    w = live.world
+    # compute-2 has 14 of 16 VCPU free, the NUMA node 12: 15 fits nowhere,
+    # unless the migration on compute-2 goes.
+    code, out, _ = run(live, capsys, "candidates", "-r", "VCPU:15",
+                       "--ignore-consumer", w.migration)
+    found = json.loads(out)
+    assert code == 0 and [(c["host_uuid"], c["displaces"]) for c in found] == [
+        (w.host2, [w.migration])]
+    assert found[0]["allocations"][0]["usage"]["VCPU"] == {"used": 0, "capacity": 16}
+    # MIGRATION is preemptible on this server (tests/cli/conftest.py).
+    code, out, _ = run(live, capsys, "candidates", "-r", "VCPU:15", "--preempt")
+    found = json.loads(out)
+    assert [c["host_uuid"] for c in found] == [w.host2]
+    assert [(v["consumer_uuid"], v["consumer_type"], v["user_id"])
+            for v in found[0]["evicts"]] == [(w.migration, "MIGRATION", "bob")]
+    code, out, _ = run(live, capsys, "candidates", "-r", "VCPU:15", "--preempt", fmt="table")
+    assert "consumers in the way" in out and w.migration in out and "evicts" in out
+
+
 def test_candidates_usage_errors(live, capsys):
     code, _, err = run(live, capsys, "candidates", "-r", "VCPU")
     assert code == 2 and "RESOURCE_CLASS:AMOUNT" in err
