@@ -16,6 +16,7 @@ but those in :data:`SKIPPED`.
 from __future__ import annotations
 
 import pytest
+import requests
 
 from tests.kolla import osc
 
@@ -29,6 +30,11 @@ SKIPPED: dict[str, str] = {}
 @pytest.fixture(scope="module")
 def functional_results(kolla_deployments, keystone, tmp_path_factory):
     found = kolla_deployments("uwsgi", "keystone", keystone.url)
+    # Nothing is served without a Keystone token: the commands' tokens are
+    # what lets them in.
+    refused = requests.get(found.public_url + "/resource_providers",
+                           verify=str(found.ca_file), timeout=60)
+    assert refused.status_code == 401, refused.text
     admin = keystone.accounts["users"]["admin"]
     osc.register_endpoints(keystone.url, keystone.token("admin", {"system": {"all": True}}),
                            found.public_url)
