@@ -120,7 +120,7 @@ def run(venv: Path, env: dict[str, str], skips: dict[str, str], scratch: Path,
     clean = {k: v for k, v in os.environ.items() if not k.startswith("OS_")}
     done = subprocess.run([str(venv / "bin" / "python"), str(RUNNER), str(results),
                            str(skip_file)], env={**clean, **env}, cwd=scratch,
-                          capture_output=True, text=True, timeout=1800)
+                          capture_output=True, text=True, timeout=900)
     output = done.stdout + done.stderr
     if not results.exists():
         raise AssertionError(f"osc-placement's functional tests did not run:\n{output[-6000:]}")
