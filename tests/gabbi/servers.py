@@ -23,12 +23,12 @@ CONFIGS = {
 }
 
 
-def _open_policy(path: Path) -> None:
-    # Every rule but the base admin rule allows anyone (upstream's
-    # OpenPolicyFixture).
+def open_policy() -> str:
+    """A policy file where every rule but the base admin rule allows
+    anyone (upstream's OpenPolicyFixture)."""
     lines = [f'"{rule.name}": "@"' for rule in policies.list_rules()
              if rule.name != "admin_api"]
-    path.write_text("\n".join(lines) + "\n")
+    return "\n".join(lines) + "\n"
 
 
 class Backend:
@@ -47,7 +47,7 @@ class Backend:
             workdir = self.scratch / config
             workdir.mkdir(parents=True, exist_ok=True)
             if config == "open":
-                _open_policy(workdir / "policy.yaml")
+                (workdir / "policy.yaml").write_text(open_policy())
             found = self.servers[config] = start_allotment(
                 self.url, workdir, workers=1,
                 extra_conf=CONFIGS[config].format(workdir=workdir))

@@ -45,15 +45,19 @@ def kolla_mysql():
 
 @pytest.fixture(scope="session")
 def kolla_deployments(kolla_mysql):
-    made: dict[str, deployment.Deployment] = {}
+    """``get(kind, config="default", keystone_url=None)``: the deployment under
+    ``kind``'s WSGI server with one of deployment.CONFIGS, made on first
+    use."""
+    made: dict[tuple[str, str], deployment.Deployment] = {}
 
-    def get(kind: str) -> deployment.Deployment:
+    def get(kind: str, config: str = "default",
+            keystone_url: str | None = None) -> deployment.Deployment:
         if kind == "apache" and not kolla.DEBIAN_PYTHON.exists():
             pytest.skip(f"{kolla.DEBIAN_PYTHON} is not installed: Debian's mod_wsgi embeds "
                         "another Python than the project's")
-        if kind not in made:
-            made[kind] = deployment.deploy(kind, kolla_mysql)
-        return made[kind]
+        if (kind, config) not in made:
+            made[kind, config] = deployment.deploy(kind, kolla_mysql, config, keystone_url)
+        return made[kind, config]
 
     yield get
     for found in made.values():

@@ -9,6 +9,7 @@ kolla's service file and TLS in front, and gives the public URL.
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import shutil
@@ -20,6 +21,7 @@ from urllib.parse import urlsplit
 
 import sqlalchemy as sa
 
+from tests.gabbi.servers import open_policy
 from tests.kolla import frontends, kolla
 
 # The public name clients use (kolla_internal_fqdn): resolves to loopback
@@ -116,8 +118,11 @@ def drop_database(admin_url: str, name: str, user: str) -> None:
 
 
 def variables(kind: str, admin_url: str, name: str, user: str, password: str,
-              public_port: int, listen_port: int) -> dict[str, object]:
-    """The overrides of kolla's defaults (docs/deploying.md lists them)."""
+              public_port: int, listen_port: int, keystone: str | None = None,
+              ) -> dict[str, object]:
+    """The overrides of kolla's defaults (docs/deploying.md lists them);
+    ``keystone``: the URL of the Keystone placement.conf's
+    ``[keystone_authtoken]`` names."""
     where = urlsplit(admin_url)
     found = {
         # One host, on loopback; the API's network is lo.
@@ -146,6 +151,11 @@ def variables(kind: str, admin_url: str, name: str, user: str, password: str,
         "config_owner_user": frontends.getpass.getuser(),
         "config_owner_group": frontends.grp.getgrgid(os.getgid()).gr_name,
     }
+    if keystone is not None:
+        # The lane's Keystone (scripts/keystone-test-server) and the
+        # password of its placement user, where kolla has its own.
+        found["keystone_internal_url"] = found["keystone_public_url"] = keystone
+        found["placement_keystone_password"] = "secret"
     if kind == "uwsgi":
         # The container's user (uWSGI drops to it); this host has none.
         found["service_uwsgi_config_uid"] = frontends.getpass.getuser()
@@ -154,14 +164,46 @@ def variables(kind: str, admin_url: str, name: str, user: str, password: str,
     return found
 
 
-def custom_conf(workdir: Path) -> dict[str, dict[str, str]]:
-    """node_custom_config/placement.conf: noauth2 and the deprecated policy
-    defaults, as upstream's gabbi files expect (their fixture's
-    configuration; tests/gabbi's default server has the same), and the log
-    file out of the container's /var/log/kolla."""
-    return {"DEFAULT": {"log_file": str(workdir / "log" / "placement-api.log")},
-            "api": {"auth_strategy": "noauth2"},
-            "oslo_policy": {"enforce_new_defaults": "false"}}
+# The server configurations upstream's gabbi files ask for through their
+# fixtures (tests/gabbi/servers.py), as an operator of kolla makes them:
+# node_custom_config/placement.conf, and for "open" a policy file in
+# node_custom_config/placement/, which kolla's role copies and names.
+# "keystone" is kolla's placement.conf as it renders it: Keystone tokens.
+CONFIGS = ("default", "secure", "open", "cors", "keystone")
+
+
+def custom_conf(workdir: Path, config: str = "default") -> dict[str, dict[str, str]]:
+    """node_custom_config/placement.conf: the log file out of the
+    container's /var/log/kolla and, but for "keystone", noauth2 and the
+    policy defaults upstream's gabbi files expect (their fixtures'
+    configuration; tests/gabbi's servers have the same)."""
+    found = {"DEFAULT": {"log_file": str(workdir / "log" / "placement-api.log")}}
+    if config == "keystone":
+        return found
+    found["api"] = {"auth_strategy": "noauth2"}
+    found["oslo_policy"] = {"enforce_new_defaults": str(config == "secure").lower()}
+    if config == "cors":
+        found["cors"] = {"allowed_origin": "http://valid.example.com",
+                         "allow_headers": "openstack-api-version"}
+    return found
+
+
+def custom_files(config: str) -> dict[str, str]:
+    """More of the operator's files under node_custom_config."""
+    return {"placement/policy.yaml": open_policy()} if config == "open" else {}
+
+
+def set_configs(node: Path, config_dir: Path) -> None:
+    """What kolla_set_configs does at the container's start: copy the files
+    config.json lists for /etc/placement (here ``config_dir``)."""
+    listed = json.loads((node / "placement-api" / "config.json").read_text())
+    for item in listed["config_files"]:
+        if not item["dest"].startswith("/etc/placement/"):
+            continue
+        target = config_dir / item["dest"].removeprefix("/etc/placement/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(node / "placement-api" / Path(item["source"]).name, target)
+        target.chmod(0o644)
 
 
 def make_workdir(kind: str) -> Path:
@@ -175,15 +217,19 @@ def make_workdir(kind: str) -> Path:
     return workdir
 
 
-def deploy(kind: str, admin_url: str) -> Deployment:
-    """Render, bootstrap and serve; everything made is undone if a step
-    fails (a failed bootstrap is kept, for its test to report)."""
+def deploy(kind: str, admin_url: str, config: str = "default",
+           keystone: str | None = None) -> Deployment:
+    """Render, bootstrap and serve, with one of :data:`CONFIGS`
+    (``keystone``: the Keystone's URL, for "keystone"); everything made is
+    undone if a step fails (a failed bootstrap is kept, for its test to
+    report)."""
+    assert config in CONFIGS and (config == "keystone") == (keystone is not None)
     tree = kolla.current_tree() if kind == "uwsgi" else kolla.apache_tree()
     venv = kolla.ensure_venv()
     # The venv kolla's image would hold: the project's own under uWSGI,
     # one of Debian's Python for Debian's mod_wsgi.
     project = frontends.PROJECT_VENV if kind == "uwsgi" else kolla.debian_venv()
-    workdir = make_workdir(kind)
+    workdir = make_workdir(f"{kind}-{config}")
     name = user = f"kolla_{kind}_{secrets.token_hex(4)}"
     password = secrets.token_hex(12)
     found: Deployment | None = None
@@ -191,15 +237,13 @@ def deploy(kind: str, admin_url: str) -> Deployment:
         database_url = create_database(admin_url, name, user, password)
         public_port, listen_port = frontends.free_port(), frontends.free_port()
         node = kolla.render(tree, workdir, variables(kind, admin_url, name, user, password,
-                                                     public_port, listen_port),
-                            custom_conf(workdir))
+                                                     public_port, listen_port, keystone),
+                            custom_conf(workdir, config), custom_files(config))
         home = workdir / "home"
         config_dir = home / ".placement"
         config_dir.mkdir(parents=True, mode=0o755)
         home.chmod(0o755)
-        # kolla_set_configs copies config.json's files into the container.
-        shutil.copy(node / "placement-api" / "placement.conf", config_dir / "placement.conf")
-        (config_dir / "placement.conf").chmod(0o644)
+        set_configs(node, config_dir)
         pem, ca_file = frontends.make_certificate(workdir, PUBLIC_HOST)
         bootstrap = kolla_start(project, home, "KOLLA_BOOTSTRAP")
         found = Deployment(kind, workdir, node, config_dir, database_url,

@@ -155,14 +155,16 @@ def kolla_file(*parts: str) -> Path:
 
 
 def render(tree: Path, workdir: Path, variables: dict[str, object],
-           custom: dict[str, dict[str, str]]) -> Path:
+           custom: dict[str, dict[str, str]], files: dict[str, str] | None = None) -> Path:
     """Run kolla's placement config tasks from ``tree`` on this host.
 
     ``variables`` are passed as extra variables (over kolla's group_vars,
     role defaults and passwords.yml); ``custom`` is written to
     ``node_custom_config/placement.conf``, the file an operator uses to
-    change placement.conf, which kolla's merge_configs folds in.  Returns
-    ``node_config_directory``.
+    change placement.conf, which kolla's merge_configs folds in; ``files``
+    are more of the operator's files, by path under ``node_custom_config``
+    (``placement/policy.yaml``, which the role copies and names in
+    placement.conf).  Returns ``node_config_directory``.
     """
     venv = ensure_venv()
     node = workdir / "node"
@@ -173,6 +175,9 @@ def render(tree: Path, workdir: Path, variables: dict[str, object],
     parser.read_dict(custom)
     with (custom_dir / "placement.conf").open("w") as fh:
         parser.write(fh)
+    for relative, text in (files or {}).items():
+        (custom_dir / relative).parent.mkdir(parents=True, exist_ok=True)
+        (custom_dir / relative).write_text(text)
     inventory = workdir / "inventory"
     inventory.mkdir(exist_ok=True)
     (inventory / "group_vars").unlink(missing_ok=True)

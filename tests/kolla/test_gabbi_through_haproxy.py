@@ -1,12 +1,12 @@
-"""Upstream Placement's gabbi files through haproxy and TLS, against the
-kolla deployment under uWSGI (tests/kolla): the machinery of tests/gabbi
-(the files read from the installed openstack-placement package, the
-fixtures made over HTTP), pointed at the public https URL.
+"""Every one of upstream Placement's gabbi files through haproxy and TLS,
+against kolla deployments under uWSGI (tests/kolla): the machinery of
+tests/gabbi (the files read from the installed openstack-placement
+package, the fixtures made over HTTP), pointed at the public https URL.
 
-The deployment is kolla's placement.conf with noauth2 and nothing else
-changed, so the files that need another server configuration (an open
-policy, the new policy defaults, CORS: tests/gabbi runs them on servers of
-their own) are left to tests/gabbi; every other file runs here.
+Each file runs on the deployment with the server configuration its
+fixtures ask for (tests/kolla/deployment.py): kolla's placement.conf with
+noauth2, and for some files the new policy defaults, an open policy file
+or CORS, made as an operator of kolla makes them.
 """
 
 from __future__ import annotations
@@ -27,25 +27,34 @@ pytestmark = pytest.mark.xdist_group("kolla")
 
 
 def _files() -> list[str]:
-    found = []
-    for path in sorted(gabbits_dir().glob("*.yaml")):
-        if _config(yaml.safe_load(path.read_text())) == "default":
-            found.append(path.stem)
-    return found
+    return sorted(p.stem for p in gabbits_dir().glob("*.yaml"))
 
 
 @pytest.fixture(scope="module")
 def through_haproxy(kolla_deployments):
-    found = kolla_deployments("uwsgi")
-    database = db_mod.Database(db_mod.create_engine(found.database_url))
-    with httpx.Client(verify=str(found.ca_file)) as client:
-        yield found, client, lambda: clean(database)
-    database.dispose()
+    """``get(config)``: the uWSGI deployment with that configuration, a
+    client trusting its certificate, and how to empty its database."""
+    made: dict[str, tuple] = {}
+
+    def get(config: str) -> tuple:
+        if config not in made:
+            found = kolla_deployments("uwsgi", config)
+            database = db_mod.Database(db_mod.create_engine(found.database_url))
+            client = httpx.Client(verify=str(found.ca_file))
+            made[config] = (found, client, lambda: clean(database), database)
+        return made[config][:3]
+
+    yield get
+    for _found, client, _empty, database in made.values():
+        client.close()
+        database.dispose()
 
 
 @pytest.mark.parametrize("name", _files())
 def test_upstream_gabbi_file_through_haproxy(through_haproxy, monkeypatch, name):
-    found, client, empty = through_haproxy
+    path = gabbits_dir() / f"{name}.yaml"
+    suite_dict = yaml.safe_load(path.read_text())
+    found, client, empty = through_haproxy(_config(suite_dict))
     original = httpclient.get_http
 
     def get_http(*, intercept=None, verbose=False, **kw):
@@ -59,8 +68,6 @@ def test_upstream_gabbi_file_through_haproxy(through_haproxy, monkeypatch, name)
     monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(found.ca_file))
     fixtures.TARGET.url = found.public_url
     fixtures.TARGET.clean = empty
-    path = gabbits_dir() / f"{name}.yaml"
-    suite_dict = yaml.safe_load(path.read_text())
     # Every request over https: gabbi's $SCHEME and $NETLOC are then the
     # public URL's, as the Location headers must be.
     suite_dict.setdefault("defaults", {})["ssl"] = True
