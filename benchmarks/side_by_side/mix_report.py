@@ -114,7 +114,8 @@ class MixSection:
                 f"{led.no_room} / {led.gave_up} / {len(led.errors)} | "
                 f"{verdict.summary() if verdict else '—'} |")
         lines.append("")
-        if self.report_rate or self.moves:
+        rounds = any(led.seconds for led in self.ledgers.values())
+        if rounds and (self.report_rate or self.moves):
             scale = next(iter(self.reports.values())).scale if self.reports else 1.0
             lines.append(
                 f"Alongside the schedulers: {100 * self.moves:.0f}% of the schedulings are "

@@ -85,3 +85,27 @@ def test_the_hosts_reports_read_and_write_as_nova_does(served):
 def test_reports_due_follow_the_scaled_rate():
     reports = reporting.Reporting(["a"] * 600, period=60.0, scale=0.5)
     assert reports.rate == pytest.approx(5.0)
+
+
+def test_the_report_gives_each_caller_its_row_and_the_reports_their_own_cost():
+    from benchmarks.side_by_side.mix_report import MixSection
+
+    section = MixSection("t", report_rate=2.0, moves=0.1)
+    led = section.ledgers["allotment"] = mix.Ledger(seconds=10.0)
+    led.gets, led.puts, led.move_requests = [0.01] * 30, [0.02] * 20, [0.005] * 40
+    led.confirmed, led.reverted, led.move_conflicts = 3, 2, 1
+    reports = section.reports["allotment"] = reporting.Reporting(["a", "b"], period=1.0)
+    reports.stats.add({"requests": [0.003] * 50, "host_periods": 20, "due": 25.0,
+                       "conflicts": 2, "writes": 1, "refreshes": 4})
+    reports.stats.seconds = 10.0
+    alone = section.alone["allotment"] = reporting.Stats(
+        requests=[0.002] * 30, host_periods=10, due=10.0, seconds=5.0, api_cpu=0.05)
+    text = "\n".join(section.render())
+    assert "| allotment | scheduling | 5.0 |" in text  # 50 requests in 10 s
+    assert "| allotment | moves | 4.0 |" in text and "3 confirmed, 2 reverted" in text
+    assert "| allotment | hosts' reports | 5.0 |" in text
+    assert "20 of 25 host-periods due (80%)" in text
+    assert "API CPU 5.0 ms" in text and alone.db_cpu is None and "DB CPU — ms" in text
+    # No rounds: no caller rows.
+    led.seconds = 0.0
+    assert "| allotment | scheduling |" not in "\n".join(section.render())
