@@ -263,7 +263,9 @@ def _in_processes(make_client, flavors, count: int, ledger: Ledger, processes: i
         ours, theirs = context.Pipe(duplex=False)
         child = context.Process(target=_process_main,
                                 args=(i, make_client, flavors, seed, remaining, shares[i],
-                                      ledger, move_share, theirs))
+                                      ledger, move_share, theirs),
+                                # A run interrupted does not wait for its schedulers.
+                                daemon=True)
         child.start()
         theirs.close()
         children.append((child, ours))

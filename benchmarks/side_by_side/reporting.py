@@ -207,7 +207,7 @@ class Reporting:
             ours, theirs = context.Pipe(duplex=False)
             child = context.Process(target=_reporter_main, args=(
                 i, make_client, numbered[i::self.processes], self.rate / self.processes,
-                self.change_share, self.seed, self._stop, theirs))
+                self.change_share, self.seed, self._stop, theirs), daemon=True)
             child.start()
             theirs.close()
             self._running.append((child, ours))
