@@ -25,6 +25,7 @@ import json
 import random
 import uuid
 
+from benchmarks.side_by_side.client import Client
 from benchmarks.side_by_side.flavors import Flavor
 
 MOVE_VERSION = "1.28"
@@ -116,8 +117,8 @@ def _drop(mover, consumer: str, ledger) -> bool:
     return status == 204
 
 
-def move_one(client, claimer, mover, flavors: dict[str, Flavor], ledger,
-             rng: random.Random, attempts: int) -> bool:
+def move_one(client: Client, claimer: Client, mover: Client, flavors: dict[str, Flavor],
+             ledger, rng: random.Random, attempts: int) -> bool:
     """Resize or migrate one of the instances ``ledger`` holds; False if none to move.
 
     ``client`` asks for candidates, ``claimer`` speaks 1.36 and ``mover``

@@ -32,7 +32,10 @@ import json
 import multiprocessing
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+
+from benchmarks.side_by_side.client import Client
 
 REFRESH_EVERY = 5  # periods: resource_provider_association_refresh / period
 WRITE_ATTEMPTS = 4
@@ -197,7 +200,10 @@ class Reporting:
         """Host-periods a second asked for: every host once a period, scaled."""
         return len(self.roots) / self.period * self.scale
 
-    def start(self, make_client, stats: Stats | None = None) -> None:
+    def start(self, make_client: Callable[[str | None], Client],
+              stats: Stats | None = None) -> None:
+        """The reporters, from now until :meth:`stop`; their counts go to
+        ``stats`` (default: this configuration's, over its rounds)."""
         context = multiprocessing.get_context("fork")
         self._stop = context.Event()
         self._into = stats or self.stats
