@@ -158,10 +158,11 @@ def run_world(backend: Backend, shape: str, hosts: int, args,
     roots = [tree[0].uuid for tree in world.trees]
     for name in args.configs:
         section.ledgers[name] = mix.Ledger()
-        section.reports[name] = reporting.Reporting(
-            roots, period=args.report_period, scale=args.report_scale,
-            change_share=args.report_changes, processes=args.reporters)
-    section.report_rate = section.reports[args.configs[0]].rate if args.configs else 0.0
+        if args.reporters:
+            section.reports[name] = reporting.Reporting(
+                roots, period=args.report_period, scale=args.report_scale,
+                change_share=args.report_changes, processes=args.reporters)
+    section.report_rate = next(iter(section.reports.values())).rate if section.reports else 0.0
     section.moves = args.moves
     for r in range(args.rounds):
         order = args.configs[r % len(args.configs):] + args.configs[:r % len(args.configs)]
@@ -175,7 +176,7 @@ def run_world(backend: Backend, shape: str, hosts: int, args,
             seconds = mix.run(_client_factory(server.url, args.timeout), menu,
                               args.schedulings, ledger, threads=args.threads, seed=r,
                               processes=args.processes, move_share=args.moves,
-                              reporting=section.reports[name] if args.reporters else None)
+                              reporting=section.reports.get(name))
             ledger.api_cpu += api.stop()
             if db:
                 ledger.db_cpu = (ledger.db_cpu or 0.0) + db.stop()
