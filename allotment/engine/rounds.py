@@ -51,6 +51,14 @@ _DEPTH = -1
 # searched in a random order each time, as the general path does.
 WHOLE_TREE = 64
 _MANY = object()  # rows' mark of such a tree: searched afresh every time
+# The memory random answers keep: at most this many trees kept whole per
+# kind of request (each at most WHOLE_TREE candidates).  A random answer
+# visits a random thousand hosts, so over time every tree of the world would
+# be kept for every kind: at 10,000 NUMA hosts and 8 kinds, about 190 MB of
+# a worker's own.  Past it, a tree is searched afresh (in order, then drawn
+# from at random) and not kept: what the bound saves in memory is paid in
+# CPU, on big worlds only (a world of this many hosts or fewer is kept whole).
+WHOLE_TREES_KEPT = 4096
 
 
 @dataclass(frozen=True)
@@ -198,12 +206,17 @@ def _at_random(plan: Plan, rows: dict, encode: Callable[[Candidate], bytes],
     # later round needs them in order, then an iterator)
     alive: list[tuple[int, object]] = []
     get = rows.get
+    # Its special keys (_STATE) count as trees: the bound is approximate by one.
+    room = WHOLE_TREES_KEPT - len(rows)
     for r in plan.anchors(rng):
         kept = get(r)
         if kept is None:
             found = [encode(c) for c in itertools.islice(tree_candidates(plan, r),
                                                          WHOLE_TREE + 1)]
-            kept = rows[r] = found if len(found) <= WHOLE_TREE else _MANY
+            kept = found if len(found) <= WHOLE_TREE else _MANY
+            if room > 0:
+                rows[r] = kept
+                room -= 1
         else:
             reused += 1
         if kept is _MANY:

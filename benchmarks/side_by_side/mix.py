@@ -28,6 +28,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
+from benchmarks.side_by_side import moves
 from benchmarks.side_by_side.flavors import Flavor
 
 PROJECT = "bench-mix"
@@ -62,6 +63,17 @@ class Ledger:
     no_room: int = 0  # an instance for which no candidate was left
     gave_up: int = 0  # an instance still refused after ATTEMPTS tries
     errors: list[str] = field(default_factory=list)
+    # Moves (see :mod:`moves`): the flavor each instance was placed with,
+    # every request a move made, and how the moves ended.
+    flavor_of: dict[str, str] = field(default_factory=dict)
+    move_requests: list[float] = field(default_factory=list)
+    move_conflicts: int = 0
+    move_no_room: int = 0
+    move_stuck: int = 0
+    confirmed: int = 0
+    reverted: int = 0
+    project: str = PROJECT
+    user: str = USER
     seconds: float = 0.0  # wall time of the rounds
     api_cpu: float = 0.0
     db_cpu: float | None = None
@@ -79,10 +91,36 @@ class Ledger:
     def conflict_rate(self) -> float:
         return self.conflicts / len(self.puts) if self.puts else 0.0
 
-    def grant(self, consumer: str, allocations: dict) -> None:
+    def grant(self, consumer: str, allocations: dict, flavor: str | None = None) -> None:
         with self.lock:
             self.granted[consumer] = allocations
             self.live.append(consumer)
+            if flavor is not None:
+                self.flavor_of[consumer] = flavor
+
+    def pick_to_move(self, rng: random.Random) -> str | None:
+        """A live instance of a known flavor, out of ``live`` until :meth:`put_back`."""
+        with self.lock:
+            for _ in range(8):
+                if not self.live:
+                    return None
+                i = rng.randrange(len(self.live))
+                if self.live[i] in self.flavor_of:
+                    self.live[i], self.live[-1] = self.live[-1], self.live[i]
+                    return self.live.pop()
+            return None
+
+    def put_back(self, consumer: str) -> None:
+        with self.lock:
+            self.live.append(consumer)
+
+    def moved(self, consumer: str, allocations: dict, confirmed: bool) -> None:
+        with self.lock:
+            self.granted[consumer] = allocations
+            if confirmed:
+                self.confirmed += 1
+            else:
+                self.reverted += 1
 
     def pick_to_delete(self, rng: random.Random) -> str | None:
         with self.lock:
@@ -124,7 +162,7 @@ def schedule_one(client, claimer, flavor: Flavor, ledger: Ledger,
                                              _claim_body(allocations))
         ledger.puts.append(took)
         if status == 204:
-            ledger.grant(consumer, allocations)
+            ledger.grant(consumer, allocations, flavor.name)
             return
         if status != 409:
             ledger.note(f"PUT {status}", body[:200].decode(errors="replace"))
@@ -150,18 +188,27 @@ def delete_one(claimer, ledger: Ledger, rng: random.Random) -> None:
 
 
 def _scheduler(i: int, make_client, flavors: tuple[Flavor, ...], ledger: Ledger,
-               seed: int, take) -> None:
-    """One scheduler: instances until ``take()`` says none are left."""
+               seed: int, take, move_share: float = 0.0) -> None:
+    """One scheduler: instances until ``take()`` says none are left.
+
+    A ``move_share`` of them is a move of an instance already placed
+    instead of a new one (:mod:`moves`).
+    """
     rng = random.Random(seed * 1000 + i)
     client, claimer = make_client(None), make_client(CLAIM_VERSION)
+    mover = make_client(moves.MOVE_VERSION) if move_share else None
+    by_name = {f.name: f for f in flavors}
     while take():
+        if mover and rng.random() < move_share and moves.move_one(
+                client, claimer, mover, by_name, ledger, rng, ATTEMPTS):
+            continue
         schedule_one(client, claimer, rng.choice(flavors), ledger, rng)
         if rng.random() < DELETE_SHARE:
             delete_one(claimer, ledger, rng)
 
 
 def _in_threads(make_client, flavors, count: int, ledger: Ledger, threads: int,
-                seed: int) -> None:
+                seed: int, move_share: float) -> None:
     remaining = [count]
     lock = threading.Lock()
 
@@ -171,7 +218,7 @@ def _in_threads(make_client, flavors, count: int, ledger: Ledger, threads: int,
             return remaining[0] >= 0
 
     pool = [threading.Thread(target=_scheduler, args=(i, make_client, flavors, ledger,
-                                                       seed, take))
+                                                       seed, take, move_share))
             for i in range(threads)]
     for thread in pool:
         thread.start()
@@ -180,18 +227,23 @@ def _in_threads(make_client, flavors, count: int, ledger: Ledger, threads: int,
 
 
 _SHARED = ("granted", "deleted", "live", "gets", "puts", "deletes", "conflicts", "no_room",
-           "gave_up", "errors")
+           "gave_up", "errors", "flavor_of", "move_requests", "move_conflicts",
+           "move_no_room", "move_stuck", "confirmed", "reverted")
 
 
-def _process_main(i, make_client, flavors, seed, remaining, live, conn) -> None:
+def _process_main(i, make_client, flavors, seed, remaining, live, known, move_share,
+                  conn) -> None:
     def take() -> bool:
         with remaining.get_lock():
             remaining.value -= 1
             return remaining.value >= 0
 
-    own = Ledger(live=live)
+    # What the parent knew of this share's instances: their allocations
+    # and flavors, which a move needs.
+    own = Ledger(live=live, granted={c: known.granted[c] for c in live},
+                 flavor_of={c: known.flavor_of[c] for c in live if c in known.flavor_of})
     try:
-        _scheduler(i, make_client, flavors, own, seed, take)
+        _scheduler(i, make_client, flavors, own, seed, take, move_share)
     except Exception as exc:  # the books must still come home
         own.errors.append(f"scheduler {i}: {exc!r}")
     conn.send({name: getattr(own, name) for name in _SHARED})
@@ -199,11 +251,11 @@ def _process_main(i, make_client, flavors, seed, remaining, live, conn) -> None:
 
 
 def _in_processes(make_client, flavors, count: int, ledger: Ledger, processes: int,
-                  seed: int) -> None:
+                  seed: int, move_share: float) -> None:
     context = multiprocessing.get_context("fork")
     remaining = context.Value("i", count)
     children = []
-    # Each scheduler may delete its share of the instances placed so far.
+    # Each scheduler may delete or move its share of the instances placed so far.
     with ledger.lock:
         shares = [ledger.live[i::processes] for i in range(processes)]
         ledger.live.clear()
@@ -211,7 +263,9 @@ def _in_processes(make_client, flavors, count: int, ledger: Ledger, processes: i
         ours, theirs = context.Pipe(duplex=False)
         child = context.Process(target=_process_main,
                                 args=(i, make_client, flavors, seed, remaining, shares[i],
-                                      theirs))
+                                      ledger, move_share, theirs),
+                                # A run interrupted does not wait for its schedulers.
+                                daemon=True)
         child.start()
         theirs.close()
         children.append((child, ours))
@@ -220,27 +274,38 @@ def _in_processes(make_client, flavors, count: int, ledger: Ledger, processes: i
         child.join()
         with ledger.lock:
             ledger.granted.update(books.pop("granted"))
+            ledger.flavor_of.update(books.pop("flavor_of"))
             ledger.deleted |= books.pop("deleted")
             for name, value in books.items():  # lists extend, counts add up
                 setattr(ledger, name, getattr(ledger, name) + value)
 
 
 def run(make_client, flavors: tuple[Flavor, ...], count: int, ledger: Ledger,
-        threads: int = 8, seed: int = 0, processes: bool = False) -> float:
+        threads: int = 8, seed: int = 0, processes: bool = False,
+        move_share: float = 0.0, reporting=None) -> float:
     """``count`` schedulings by ``threads`` schedulers; wall seconds.
 
     ``make_client(version)`` gives a client speaking that microversion (one
     per scheduler, for candidates at the newest and claims at 1.36).  With
     ``processes`` every scheduler is a process of its own (forked, so
-    ``make_client`` need not be picklable) and deletes only instances from
-    its share of those placed before the round and those it placed itself;
-    its books are merged into ``ledger`` when it ends.
+    ``make_client`` need not be picklable) and deletes or moves only
+    instances from its share of those placed before the round and those it
+    placed itself; its books are merged into ``ledger`` when it ends.  A
+    ``move_share`` of the schedulings moves an instance instead.  With
+    ``reporting`` (a :class:`reporting.Reporting`) the hosts' periodic
+    reports run alongside, from the schedulers' start to their end.
     """
+    if reporting is not None:
+        reporting.start(make_client)
     start = time.perf_counter()
-    if processes:
-        _in_processes(make_client, flavors, count, ledger, threads, seed)
-    else:
-        _in_threads(make_client, flavors, count, ledger, threads, seed)
-    elapsed = time.perf_counter() - start
+    try:
+        if processes:
+            _in_processes(make_client, flavors, count, ledger, threads, seed, move_share)
+        else:
+            _in_threads(make_client, flavors, count, ledger, threads, seed, move_share)
+    finally:
+        elapsed = time.perf_counter() - start
+        if reporting is not None:
+            reporting.stop()
     ledger.seconds += elapsed
     return elapsed

@@ -6,6 +6,7 @@ import platform
 from dataclasses import dataclass, field
 
 from benchmarks.side_by_side.mix import Ledger, percentiles
+from benchmarks.side_by_side.reporting import Reporting, Stats
 from benchmarks.side_by_side.verify import Verdict
 
 
@@ -50,6 +51,51 @@ class MixSection:
     ledgers: dict[str, Ledger] = field(default_factory=dict)
     verdicts: dict[str, Verdict] = field(default_factory=dict)
     starts: dict[str, Start] = field(default_factory=dict)
+    reports: dict[str, Reporting] = field(default_factory=dict)  # config -> in the rounds
+    alone: dict[str, Stats] = field(default_factory=dict)  # config -> reports alone
+    report_rate: float = 0.0  # host-periods a second asked for
+    moves: float = 0.0  # share of the schedulings that were moves
+
+    def _callers(self) -> list[str]:
+        """Per caller: scheduling, moves and the hosts' reports, in the rounds."""
+        lines = ["| service | caller | requests/s | p50 / p95 / p99 ms | 409s | done |",
+                 "|---|---|---:|---|---|---|"]
+        for name, led in self.ledgers.items():
+            seconds = led.seconds or 1.0
+            asked = led.gets + led.puts + led.deletes
+            lines.append(f"| {name} | scheduling | {len(asked) / seconds:.1f} | "
+                         f"{_spread(asked)} | {led.conflicts} | {led.scheduled} placed, "
+                         f"{len(led.deleted)} deleted |")
+            if self.moves:
+                lines.append(f"| {name} | moves | {len(led.move_requests) / seconds:.1f} | "
+                             f"{_spread(led.move_requests)} | {led.move_conflicts} | "
+                             f"{led.confirmed} confirmed, {led.reverted} reverted, "
+                             f"{led.move_no_room} without room, {led.move_stuck} stuck |")
+            reports = self.reports.get(name)
+            if reports is not None and reports.stats.seconds:
+                st = reports.stats
+                lines.append(
+                    f"| {name} | hosts' reports | {len(st.requests) / st.seconds:.1f} | "
+                    f"{_spread(st.requests)} | {st.conflicts} | {st.host_periods} of "
+                    f"{st.due:.0f} host-periods due ({100 * st.host_periods / max(st.due, 1):.0f}%)"
+                    f", {st.refreshes} trees read again, {st.writes} inventories changed, "
+                    f"{st.failed_writes} refused 4 times |")
+        return [*lines, ""]
+
+    def _report_cost(self) -> list[str]:
+        lines = []
+        for name, st in self.alone.items():
+            if not st.host_periods:
+                continue
+            db = "—" if st.db_cpu is None else _ms(st.db_cpu / st.host_periods)
+            lines.append(
+                f"- {name}, the hosts' reports alone for {st.seconds:.0f} s: "
+                f"{st.host_periods / st.seconds:.1f} host-periods/s of "
+                f"{st.due / st.seconds:.1f} asked, {len(st.requests) / st.seconds:.1f} "
+                f"requests/s, p50 / p95 / p99 {_spread(st.requests)} ms, {st.conflicts} 409s;"
+                f" API CPU {_ms(st.api_cpu / st.host_periods)} ms and DB CPU {db} ms"
+                " per host-period")
+        return lines
 
     def render(self) -> list[str]:
         lines = [f"### {self.title}", "",
@@ -68,6 +114,18 @@ class MixSection:
                 f"{led.no_room} / {led.gave_up} / {len(led.errors)} | "
                 f"{verdict.summary() if verdict else '—'} |")
         lines.append("")
+        rounds = any(led.seconds for led in self.ledgers.values())
+        if rounds and (self.report_rate or self.moves):
+            scale = next(iter(self.reports.values())).scale if self.reports else 1.0
+            lines.append(
+                f"Alongside the schedulers: {100 * self.moves:.0f}% of the schedulings are "
+                f"moves; the hosts' reports asked at {self.report_rate:.1f} host-periods/s"
+                + (f", {scale:g} of every host once a period (scaled: see 'done')"
+                   if scale != 1 else ", every host once a period") + ". The CPU per "
+                "instance above is the whole round's, every caller's.")
+            lines.append("")
+            lines += self._callers()
+        lines += self._report_cost()
         up, al = self.ledgers.get("upstream"), self.ledgers.get("allotment")
         if up and al and up.scheduled and al.scheduled and al.api_cpu:
             lines.append(

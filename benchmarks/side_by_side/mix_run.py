@@ -25,7 +25,7 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
-from benchmarks.side_by_side import cold, cpu, fill, flavors, mix, verify
+from benchmarks.side_by_side import cold, cpu, fill, flavors, mix, reporting, verify
 from benchmarks.side_by_side.client import Client
 from benchmarks.side_by_side.measure import memory_mb
 from benchmarks.side_by_side.mix_report import MixReport, MixSection, Start
@@ -106,6 +106,23 @@ def _client_factory(url: str, timeout: float):
     return make
 
 
+def _report_alone(reports: reporting.Reporting, server, backend: Backend,
+                  database_url: str, args) -> reporting.Stats:
+    """The hosts' reports with nothing else running: their own cost per host-period."""
+    stats = reporting.Stats()
+    api, db = cpu.Meter(cpu.gunicorn_pids(server)), backend.meter(database_url)
+    api.start()
+    if db:
+        db.start()
+    reports.start(_client_factory(server.url, args.timeout), stats)
+    time.sleep(args.report_alone)
+    reports.stop()
+    stats.api_cpu = api.stop()
+    if db:
+        stats.db_cpu = db.stop()
+    return stats
+
+
 def run_world(backend: Backend, shape: str, hosts: int, args,
               section: MixSection) -> None:
     world = flavors.world(shape, hosts)
@@ -138,8 +155,15 @@ def run_world(backend: Backend, shape: str, hosts: int, args,
             section.starts[name].replaced_mb = fresh.replaced_mb
         print(f"   {name}: filled {section.fill[name]:.1f} s, listening {listening:.1f} s, "
               f"first answer {first * 1000:.0f} ms", file=sys.stderr, flush=True)
+    roots = [tree[0].uuid for tree in world.trees]
     for name in args.configs:
         section.ledgers[name] = mix.Ledger()
+        if args.reporters:
+            section.reports[name] = reporting.Reporting(
+                roots, period=args.report_period, scale=args.report_scale,
+                change_share=args.report_changes, processes=args.reporters)
+    section.report_rate = next(iter(section.reports.values())).rate if section.reports else 0.0
+    section.moves = args.moves
     for r in range(args.rounds):
         order = args.configs[r % len(args.configs):] + args.configs[:r % len(args.configs)]
         for name in order:
@@ -151,12 +175,17 @@ def run_world(backend: Backend, shape: str, hosts: int, args,
                 db.start()
             seconds = mix.run(_client_factory(server.url, args.timeout), menu,
                               args.schedulings, ledger, threads=args.threads, seed=r,
-                              processes=args.processes)
+                              processes=args.processes, move_share=args.moves,
+                              reporting=section.reports.get(name))
             ledger.api_cpu += api.stop()
             if db:
                 ledger.db_cpu = (ledger.db_cpu or 0.0) + db.stop()
             print(f"   round {r + 1}, {name}: {seconds:.1f} s, {ledger.scheduled} held "
                   f"so far, {ledger.conflicts} conflicts", file=sys.stderr, flush=True)
+    if args.reporters and args.report_alone > 0:
+        for name in args.configs:
+            section.alone[name] = _report_alone(section.reports[name], servers[name],
+                                                backend, urls[name], args)
     for name in args.configs:
         ledger = section.ledgers[name]
         # At 1.9 the usages are one sum, not split by consumer type.
@@ -185,6 +214,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scheduler-threads", dest="processes", action="store_false",
                         help="run the schedulers as threads of one process, not as "
                              "processes of their own")
+    parser.add_argument("--moves", type=float, default=0.1,
+                        help="share of the schedulings that move (resize or migrate) an "
+                             "instance already placed instead")
+    parser.add_argument("--reporters", type=int, default=2,
+                        help="processes making the hosts' periodic reports (0: none)")
+    parser.add_argument("--report-period", type=float, default=60.0,
+                        help="seconds between two reports of one host (nova's "
+                             "update_resources_interval)")
+    parser.add_argument("--report-scale", type=float, default=1.0,
+                        help="the hosts' report rate as a share of hosts/period")
+    parser.add_argument("--report-changes", type=float, default=0.05,
+                        help="share of host-periods whose inventory changes")
+    parser.add_argument("--report-alone", type=float, default=15.0,
+                        help="seconds of the reports alone after the rounds, for their "
+                             "own CPU per host-period (0: skip)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--consumers-per-host", type=int, default=10,
                         help="consumers the SQL fill gives every host before the rounds")

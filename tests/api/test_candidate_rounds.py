@@ -221,3 +221,30 @@ def test_a_claim_draws_only_its_host_again_at_random(database_url, db, monkeypat
     w.use("numa-host2-numa0", {"VCPU": 1})
     api.get(path, version="1.39")
     assert len(searched) == 1  # the claimed host's tree alone
+
+
+def test_random_answers_keep_at_most_the_bound_and_search_the_rest(database_url, db,
+                                                                    monkeypatch):
+    api = _random_api(database_url, db)
+    cloud(api)
+    # Room for 3 trees (the section's state key counts as one): of the 8
+    # hosts, 3 kept whole, the other 5 searched again for every answer.
+    monkeypatch.setattr(candidate_rounds, "WHOLE_TREES_KEPT", 4)
+    random_answers_hold(api, monkeypatch, rounds=4)
+    searched: list[int] = []
+    real = search.tree_candidates
+
+    def counted(plan, r, rng=None):
+        searched.append(r)
+        return real(plan, r, rng)
+
+    monkeypatch.setattr(candidate_rounds, "tree_candidates", counted)
+    path = f"/allocation_candidates?{QUERIES[2]}&limit=1000&root_required=!{DISABLED}"
+    first = api.get(path, version="1.39")
+    # The kind was asked above: 3 of its 8 trees kept, the others searched.
+    assert len(searched) == 5 and len(set(searched)) == 5
+    for _ in range(3):
+        searched.clear()
+        again = api.get(path, version="1.39")
+        assert len(searched) == 5 and len(set(searched)) == 5
+        assert sorted(_pieces(again.json)[0]) == sorted(_pieces(first.json)[0])
