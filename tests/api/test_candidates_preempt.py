@@ -114,6 +114,18 @@ def test_explain_says_whether_preemption_would_help(api):
     assert all("preemption_helps" not in t for t in resp.json["explanation"]["trees"])
 
 
+def test_explain_when_nothing_can_be_searched(api):
+    cloud = Cloud(api)
+    # No host has 9 VCPU, with or without preemption: Placement gives up
+    # before searching, and every tree says preemption would not help.
+    resp = api.get("/allocation_candidates?resources=VCPU:9&preempt=true&explain=true",
+                   headers=EXT)
+    assert resp.json["allocation_requests"] == []
+    trees = resp.json["explanation"]["trees"]
+    assert {cloud.w.name(t["root_provider_uuid"]): t["preemption_helps"] for t in trees} == {
+        "cn1": False, "cn2": False, "cn3": False, "cn4": False}
+
+
 def test_headroom_counts_also_without_preemptible_consumers(api):
     cloud = Cloud(api)
 
