@@ -213,10 +213,7 @@ def _what_if(source: Source, ext: ExtendedRequest, *, max_candidates: int, strat
             if evictions is None:
                 evicts = whatif.eviction_set(snap, c, on_provider)
             else:
-                at = _allocations_key(c)
-                evicts = evictions.get(at, False)
-                if evicts is False:
-                    evicts = evictions[at] = whatif.eviction_set(snap, c, on_provider)
+                evicts = _kept_eviction_set(evictions, snap, c, on_provider)
             if evicts:
                 candidates.append(c)
                 notes.append(whatif.WhatIf(
@@ -252,8 +249,23 @@ def preemptible_world(source: Source, ext: ExtendedRequest, snap: LiveSnapshot,
     return whatif.without(snap, victims), whatif.by_provider(victims), None
 
 
-def _allocations_key(cand: search.Candidate) -> tuple:
-    return tuple(sorted((p, tuple(sorted(res.items()))) for p, res in cand.allocations.items()))
+def _kept_eviction_set(evictions: dict, snap: LiveSnapshot, cand: search.Candidate,
+                       on_provider: Mapping[str, list[whatif.Holding]],
+                       ) -> tuple[whatif.Holding, ...] | None:
+    """``cand``'s eviction set, kept in ``evictions`` for this state of the world."""
+    if cand.reused:
+        # The same object comes back while its tree stays as it is: known by
+        # identity (held here, so its id is never another's).
+        key: Hashable = id(cand)
+    else:
+        key = tuple(sorted((p, tuple(sorted(res.items())))
+                           for p, res in cand.allocations.items()))
+    kept = evictions.get(key)
+    if kept is not None and (not cand.reused or kept[0] is cand):
+        return kept[1]
+    evicts = whatif.eviction_set(snap, cand, on_provider)
+    evictions[key] = (cand, evicts)
+    return evicts
 
 
 def _preemption_helps(explanation: Explanation, wide: LiveSnapshot,
