@@ -174,8 +174,10 @@ def _what_if(source: Source, ext: ExtendedRequest, *, max_candidates: int, strat
              randomize: bool, rng: random.Random | None,
              explain_limit: int | None) -> Answer:
     """:func:`answer` for a request about the world without some consumers
-    (engine.whatif).  Nothing of it is kept: it is worked out over a copy
-    of the world made for it."""
+    (engine.whatif), worked out over a copy of the world.  The answer is
+    not kept; with preemption the preemptible consumers, the world without
+    them and the eviction sets found are kept for as long as the world
+    stays as it is (engine.preemptible), unless consumers are ignored."""
     real, names = source.snapshot, source.names
     ignored = ext.ignored
     snap = whatif.without(real, ignored) if ignored else real
@@ -236,8 +238,8 @@ def preemptible_world(source: Source, ext: ExtendedRequest, snap: LiveSnapshot,
     """The world ``snap`` (the source's, without the ignored consumers)
     without any preemptible consumer, the preemptible consumers that may be
     evicted on each provider (every one but the ignored), and where the
-    eviction sets of this state of the world are kept (None: nowhere, for
-    a world without ignored consumers made for one request)."""
+    eviction sets of this state of the world are kept (None: nowhere, when
+    consumers are ignored: that world is made for one request)."""
     read = ext.preemptible
     real = source.snapshot
     kept = (preemptible.given(real, read) if isinstance(read, tuple | list)
