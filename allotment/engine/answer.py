@@ -19,7 +19,7 @@ from collections.abc import Hashable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Protocol, TypedDict
 
-from allotment.engine import extensions, rounds, search, whatif
+from allotment.engine import extensions, preemptible, rounds, search, whatif
 from allotment.engine.codec import Codec
 from allotment.engine.explain import Explanation, explain
 from allotment.engine.extensions import ExtendedRequest
@@ -174,8 +174,10 @@ def _what_if(source: Source, ext: ExtendedRequest, *, max_candidates: int, strat
              randomize: bool, rng: random.Random | None,
              explain_limit: int | None) -> Answer:
     """:func:`answer` for a request about the world without some consumers
-    (engine.whatif).  Nothing of it is kept: it is worked out over a copy
-    of the world made for it."""
+    (engine.whatif), worked out over a copy of the world.  The answer is
+    not kept; with preemption the preemptible consumers, the world without
+    them and the eviction sets found are kept for as long as the world
+    stays as it is (engine.preemptible), unless consumers are ignored."""
     real, names = source.snapshot, source.names
     ignored = ext.ignored
     snap = whatif.without(real, ignored) if ignored else real
@@ -183,14 +185,14 @@ def _what_if(source: Source, ext: ExtendedRequest, *, max_candidates: int, strat
     preempt = ext.preemptible is not None
     wide = snap
     if preempt:
-        skip = {h.consumer for h in ignored}
-        victims = [h for h in ext.preemptible or () if h.consumer not in skip]
-        # The world without any preemptible consumer.
-        wide = whatif.without(snap, victims)
+        wide, on_provider, evictions = preemptible_world(source, ext, snap)
     if nothing_to_search(wide, wanted, names.classes, names.trait_rank):
         if explain_limit is None:
             return Answer([], [], what_if=[])
-        return Answer([], [], explain(snap, wanted, tree_limit=explain_limit), what_if=[])
+        explanation = explain(snap, wanted, tree_limit=explain_limit)
+        if preempt:
+            explanation = _preemption_helps(explanation, wide, wanted)
+        return Answer([], [], explanation, what_if=[])
 
     def found(world: LiveSnapshot, request: ExtendedRequest, cap: int) -> Iterator:
         return extensions.find_extended_candidates(
@@ -203,7 +205,6 @@ def _what_if(source: Source, ext: ExtendedRequest, *, max_candidates: int, strat
     caps = [c for c in (wanted.base.limit, max_candidates) if c is not None and c >= 0]
     cap = min(caps) if caps else None
     if preempt and (cap is None or len(candidates) < cap):
-        on_provider = whatif.by_provider(victims)
         # Every candidate of the world without any preemptible consumer;
         # those that fit as things are were found above.
         unlimited = dataclasses.replace(
@@ -211,7 +212,10 @@ def _what_if(source: Source, ext: ExtendedRequest, *, max_candidates: int, strat
         for c in found(wide, unlimited, -1):
             if cap is not None and len(candidates) >= cap:
                 break
-            evicts = whatif.eviction_set(snap, c, on_provider)
+            if evictions is None:
+                evicts = whatif.eviction_set(snap, c, on_provider)
+            else:
+                evicts = _kept_eviction_set(evictions, snap, c, on_provider)
             if evicts:
                 candidates.append(c)
                 notes.append(whatif.WhatIf(
@@ -221,15 +225,59 @@ def _what_if(source: Source, ext: ExtendedRequest, *, max_candidates: int, strat
         answered = {c.anchor for c in candidates} if cap and len(candidates) >= cap else None
         explanation = explain(snap, wanted, tree_limit=explain_limit, answered_roots=answered)
         if preempt:
-            # Whether the tree would yield a candidate were every
-            # preemptible consumer gone.
-            plan = extensions.compile_plan(wide, wanted)
-            explanation = dataclasses.replace(explanation, failing=tuple(
-                dataclasses.replace(t, details={**t.details, "preemption_helps":
-                                                extensions.tree_yields(plan, wide.index[t.root])})
-                for t in explanation.failing))
+            explanation = _preemption_helps(explanation, wide, wanted)
     used, trees = search.provider_summary_trees(
         snap, candidates, nested_aware=wanted.base.nested_aware)
     summaries, by_tree = kept_summaries(snap, source.cache.section, names.trait_rank,
                                         source.names_version, used, trees)
     return Answer(candidates, summaries, explanation, by_tree, source.cache, what_if=notes)
+
+
+def preemptible_world(source: Source, ext: ExtendedRequest, snap: LiveSnapshot,
+                      ) -> tuple[LiveSnapshot, Mapping[str, list[whatif.Holding]], dict | None]:
+    """The world ``snap`` (the source's, without the ignored consumers)
+    without any preemptible consumer, the preemptible consumers that may be
+    evicted on each provider (every one but the ignored), and where the
+    eviction sets of this state of the world are kept (None: nowhere, when
+    consumers are ignored: that world is made for one request)."""
+    read = ext.preemptible
+    real = source.snapshot
+    kept = (preemptible.given(real, read) if isinstance(read, tuple | list)
+            else preemptible.current(real, source.cache.section("preemptible"), read))
+    if not ext.ignored:
+        return kept.wide(), kept.on_provider, kept.evictions
+    skip = {h.consumer for h in ext.ignored}
+    victims = [h for h in kept.holdings if h.consumer not in skip]
+    return whatif.without(snap, victims), whatif.by_provider(victims), None
+
+
+def _kept_eviction_set(evictions: dict, snap: LiveSnapshot, cand: search.Candidate,
+                       on_provider: Mapping[str, list[whatif.Holding]],
+                       ) -> tuple[whatif.Holding, ...] | None:
+    """``cand``'s eviction set, kept in ``evictions`` for this state of the world."""
+    if cand.reused:
+        # The same object comes back while its tree stays as it is: known by
+        # identity (held here, so its id is never another's).
+        key: Hashable = id(cand)
+    else:
+        key = tuple(sorted((p, tuple(sorted(res.items())))
+                           for p, res in cand.allocations.items()))
+    kept = evictions.get(key)
+    if kept is not None and (not cand.reused or kept[0] is cand):
+        return kept[1]
+    evicts = whatif.eviction_set(snap, cand, on_provider)
+    evictions[key] = (cand, evicts)
+    return evicts
+
+
+def _preemption_helps(explanation: Explanation, wide: LiveSnapshot,
+                      wanted: ExtendedRequest) -> Explanation:
+    """``explanation`` with each failing tree saying whether it would yield
+    a candidate were every preemptible consumer gone."""
+    plan = extensions.compile_plan(wide, wanted)
+    index = wide.index
+    return dataclasses.replace(explanation, failing=tuple(
+        dataclasses.replace(t, details={
+            **t.details,
+            "preemption_helps": t.root in index and extensions.tree_yields(plan, index[t.root])})
+        for t in explanation.failing))

@@ -37,6 +37,7 @@ from allotment.engine import plan as plan_mod
 from allotment.engine.forest import lca
 from allotment.engine.packed import Packed, Packer
 from allotment.engine.plan import READY
+from allotment.engine.preemptible import Reader
 from allotment.engine.request import AllocationCandidatesRequest
 from allotment.engine.snapshot import Snapshot
 from allotment.engine.whatif import Holding
@@ -57,9 +58,11 @@ class ExtendedRequest:
     can_split: frozenset[str] = frozenset()
     # Consumers whose allocations the answer is worked out without, and
     # with preemption the consumers that may be removed (None: no
-    # preemption); see engine.whatif.  The search never sees them.
+    # preemption): as they are, or read (and kept in the world) by a
+    # Reader; see engine.whatif and engine.preemptible.  The search never
+    # sees them.
     ignored: tuple[Holding, ...] = ()
-    preemptible: tuple[Holding, ...] | None = None
+    preemptible: tuple[Holding, ...] | Reader | None = None
 
     def __post_init__(self) -> None:
         known = {g.suffix for g in self.base.groups if g.suffix}

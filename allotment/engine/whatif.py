@@ -107,7 +107,9 @@ def excess(snap: Snapshot, victims: Iterable[Holding], missing: Mapping[Pair, in
     for h in victims:
         for p, rc, amount in h.pairs():
             freed[(p, rc)] = freed.get((p, rc), 0) + amount
-    total = Fraction(0)
+    # Summed over a common denominator, reduced once at the end: a Fraction
+    # per term would reduce at every step.
+    num, den = 0, 1
     index, inventory = snap.index, snap.inventory
     for (p, rc), amount in freed.items():
         i = index.get(p)
@@ -116,8 +118,9 @@ def excess(snap: Snapshot, victims: Iterable[Holding], missing: Mapping[Pair, in
             continue
         beyond = amount - missing.get((p, rc), 0)
         if beyond > 0:
-            total += Fraction(beyond, max(limits[CAPACITY], 1))
-    return total
+            cap = max(limits[CAPACITY], 1)
+            num, den = num * cap + beyond * den, den * cap
+    return Fraction(num, den)
 
 
 def eviction_set(snap: Snapshot, cand: Candidate,

@@ -9,6 +9,7 @@ from typing import NamedTuple
 
 from allotment.engine import headroom as engine
 from allotment.engine import whatif
+from allotment.engine.answer import preemptible_world
 from allotment.engine.extensions import ExtendedRequest
 from allotment.engine.request import AllocationCandidatesRequest
 from allotment.world.sync import Replica
@@ -27,13 +28,18 @@ class Headroom:
     hosts: list[HostCount]  # by name
     aggregates: dict[str, int]
     largest: dict[str, int]
+    # With preempt=true: the same counted with every preemptible consumer gone.
+    with_preemption: Headroom | None = None
 
     def as_dict(self) -> dict:
-        return {"total": self.total,
+        body = {"total": self.total,
                 "hosts": [{"uuid": h.uuid, "name": h.name, "count": h.count}
                           for h in self.hosts],
                 "aggregates": dict(sorted(self.aggregates.items())),
                 "largest": dict(sorted(self.largest.items()))}
+        if self.with_preemption is not None:
+            body["with_preemption"] = self.with_preemption.as_dict()
+        return body
 
 
 def compute(replica: Replica, request: AllocationCandidatesRequest | ExtendedRequest,
@@ -61,13 +67,24 @@ def of_world(world, request: AllocationCandidatesRequest | ExtendedRequest,
     snap = world.snapshot
     if isinstance(request, ExtendedRequest) and request.is_what_if:
         # Counted in the world without the ignored consumers, made for
-        # this request and kept nowhere; preemption counts nothing more.
-        snap = whatif.without(snap, request.ignored)
-        found = engine.count(snap, dataclasses.replace(request, ignored=(), preemptible=None))
-    else:
-        # Requests hold mappings (not hashable): their text names their kind.
-        memo = world.memo(("headroom", repr(request)))
-        found = engine.count(snap, request, memo=memo, trees=_trees(world))
+        # this request and kept nowhere; with preemption, counted again
+        # without every preemptible consumer as well.
+        if request.ignored:
+            snap = whatif.without(snap, request.ignored)
+        plain = dataclasses.replace(request, ignored=(), preemptible=None)
+        counted = _counted(snap, engine.count(snap, plain), with_hosts)
+        if request.preemptible is None:
+            return counted
+        wide, _, _ = preemptible_world(world, request, snap)
+        return dataclasses.replace(
+            counted, with_preemption=_counted(wide, engine.count(wide, plain), with_hosts))
+    # Requests hold mappings (not hashable): their text names their kind.
+    memo = world.memo(("headroom", repr(request)))
+    found = engine.count(snap, request, memo=memo, trees=_trees(world))
+    return _counted(snap, found, with_hosts)
+
+
+def _counted(snap, found: engine.Headroom, with_hosts: bool) -> Headroom:
     hosts = []
     if with_hosts:
         name_of, index = snap.name_of, snap.index

@@ -4,7 +4,7 @@ read from the database, as the engine takes them (engine.whatif.Holding)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 from sqlalchemy.engine import Row
 
@@ -42,9 +42,27 @@ def consumers(db: Database, uuids: Sequence[str]) -> tuple[Holding, ...]:
     return tuple(held[u] for u in dict.fromkeys(uuids))
 
 
-def preemptible(db: Database, types: Sequence[str]) -> tuple[Holding, ...]:
-    """Every consumer of one of ``types`` that holds something."""
-    if not types:
-        return ()
-    with db.read() as conn:
-        return tuple(_holdings(store.of_consumer_types(conn, types)))
+class PreemptibleReader:
+    """Reads the consumers of the preemptible types for the engine, which
+    keeps them in the world and asks again only about providers whose
+    usage moved (engine.preemptible)."""
+
+    def __init__(self, db: Database, types: Sequence[str]) -> None:
+        self.db = db
+        self.types = tuple(sorted(set(types)))
+        self.key = ("preemptible", self.types)
+
+    def __call__(self, providers: Collection[str] | None) -> list[Holding]:
+        """Every consumer of one of the types that holds something, or
+        (``providers``) those holding something on one of them."""
+        if not self.types or (providers is not None and not providers):
+            return []
+        with self.db.read() as conn:
+            rows = (store.of_consumer_types(conn, self.types) if providers is None
+                    else store.of_consumer_types_on(conn, self.types, providers))
+            return _holdings(rows)
+
+
+def preemptible(db: Database, types: Sequence[str]) -> PreemptibleReader:
+    """The preemptible consumers of ``types``, read as the engine needs them."""
+    return PreemptibleReader(db, types)

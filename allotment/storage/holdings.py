@@ -60,6 +60,25 @@ def of_consumer_types(conn: Connection, type_names: Iterable[str]) -> list[Row]:
                                          allocations.c.id.isnot(None))))
 
 
+def of_consumer_types_on(conn: Connection, type_names: Iterable[str],
+                         provider_uuids: Iterable[str]) -> list[Row]:
+    """:func:`of_consumer_types` for the consumers holding something on one
+    of the given providers (every allocation of theirs, wherever it is)."""
+    names = sorted(set(type_names))
+    uuids = sorted(set(provider_uuids))
+    found: list[Row] = []
+    # Chunks: a large change names thousands of providers.
+    for start in range(0, len(uuids) if names else 0, 500):
+        on = sa.select(allocations.c.consumer_id).select_from(
+            allocations.join(resource_providers,
+                             allocations.c.resource_provider_id == resource_providers.c.id)
+        ).where(resource_providers.c.uuid.in_(uuids[start:start + 500]))
+        found.extend(conn.execute(_HELD.where(consumer_types.c.name.in_(names),
+                                              allocations.c.id.isnot(None),
+                                              consumers.c.uuid.in_(on))))
+    return found
+
+
 def usage_of_consumer_types(conn: Connection, type_names: Iterable[str]) -> list[tuple[str, int]]:
     """(resource class, amount) held by the consumers of the given types,
     over every provider, by class name."""

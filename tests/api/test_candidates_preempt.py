@@ -114,6 +114,45 @@ def test_explain_says_whether_preemption_would_help(api):
     assert all("preemption_helps" not in t for t in resp.json["explanation"]["trees"])
 
 
+def test_explain_when_nothing_can_be_searched(api):
+    cloud = Cloud(api)
+    # No host has 9 VCPU, with or without preemption: Placement gives up
+    # before searching, and every tree says preemption would not help.
+    resp = api.get("/allocation_candidates?resources=VCPU:9&preempt=true&explain=true",
+                   headers=EXT)
+    assert resp.json["allocation_requests"] == []
+    trees = resp.json["explanation"]["trees"]
+    assert {cloud.w.name(t["root_provider_uuid"]): t["preemption_helps"] for t in trees} == {
+        "cn1": False, "cn2": False, "cn3": False, "cn4": False}
+
+
+def test_headroom_counts_also_without_preemptible_consumers(api):
+    cloud = Cloud(api)
+
+    def counts(room: dict) -> tuple[int, dict]:
+        return room["total"], {cloud.w.name(h["uuid"]): h["count"] for h in room["hosts"]}
+
+    resp = api.get("/allocation_candidates?resources=VCPU:2&preempt=true&headroom=true",
+                   headers=EXT)
+    room = resp.json["headroom"]
+    # As things are only cn3 has room (3 free).
+    assert counts(room) == (1, {"cn3": 1})
+    # Without every preemptible consumer: cn1 6 free, cn3 and cn4 8; vm2
+    # leaves 1 on cn2.
+    assert counts(room["with_preemption"]) == (11, {"cn1": 3, "cn3": 4, "cn4": 4})
+    assert room["with_preemption"]["largest"]["VCPU"] == 8
+    assert "with_preemption" not in room["with_preemption"]
+    # Without preempt, headroom says nothing of it.
+    resp = api.get("/allocation_candidates?resources=VCPU:2&headroom=true", headers=EXT)
+    assert "with_preemption" not in resp.json["headroom"]
+    # With ignored consumers too: vm2 ignored frees cn2 in both counts.
+    resp = api.get("/allocation_candidates?resources=VCPU:2&preempt=true&headroom=true"
+                   f"&ignore_consumers=in:{cloud.c['vm2']}", headers=EXT)
+    room = resp.json["headroom"]
+    assert counts(room) == (5, {"cn2": 4, "cn3": 1})
+    assert counts(room["with_preemption"]) == (15, {"cn1": 3, "cn2": 4, "cn3": 4, "cn4": 4})
+
+
 def test_without_preempt_nothing_changes(api):
     cloud = Cloud(api)
     assert cloud.w.candidates("resources=VCPU:3") == [frozenset({("cn3", "VCPU", 3)})]

@@ -12,6 +12,7 @@ import pytest
 
 from allotment.api import allocations, candidates_query, microversion, openapi
 from allotment.api.openapi.document import ranges
+from tests.api.candidate_helpers import World
 
 DOC_FILE = Path(__file__).resolve().parents[2] / "docs" / "openapi.json"
 METHODS = {"GET", "PUT", "POST", "DELETE", "PATCH"}
@@ -115,3 +116,36 @@ def test_web_view_assets_have_documented_types(api):
         assert resp.status == 200
         assert resp.headers["content-type"].split(";")[0] in content
     assert api.get("/ui/static/nothing.css", token=None).status == 404
+
+
+def test_what_if_extensions_are_documented(api):
+    doc = openapi.build()
+    op = doc["paths"]["/allocation_candidates"]["get"]
+    params = {p.get("name"): p for p in op["parameters"]}
+    header = params["Allotment-Extensions"]
+    assert header["in"] == "header" and header["schema"]["enum"] == ["1"]
+    for name, since in (("ignore_consumers", "1.36"), ("preempt", "1.38")):
+        assert params[name]["x-allotment-extension"] is True
+        assert params[name]["x-openstack-min-version"] == since
+        # Without the header the service does not know them.
+        resp = api.get(f"/allocation_candidates?resources=VCPU:1&{name}=true")
+        assert resp.status == 400
+    assert params["preempt"]["schema"]["enum"] == ["true", "false"]
+    item = op["responses"]["200"]["content"]["application/json"]["schema"][
+        "properties"]["allocation_requests"]["items"]["properties"]
+    assert item["displaces"]["x-allotment-extension"] is True
+    assert item["evicts"]["x-openstack-min-version"] == "1.38"
+    # What the service answers matches the documented schema.
+    w = World(api)
+    w.add("cn1", inv={"VCPU": 4})
+    vm = w.use("cn1", {"VCPU": 3})
+    resp = api.get(f"/allocation_candidates?resources=VCPU:2&preempt=true"
+                   f"&ignore_consumers=in:{vm}", headers={"Allotment-Extensions": "1"})
+    assert resp.status == 200
+    assert resp.json["allocation_requests"][0]["displaces"] == [vm]
+    assert resp.json["allocation_requests"][0]["evicts"] == []
+    jsonschema.validate(resp.json, op["responses"]["200"]["content"]["application/json"][
+        "schema"])
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"evicts": [{"consumer_uuid": vm}]},
+                            {"type": "object", "properties": item})

@@ -89,10 +89,12 @@ def _query_params(op: Operation) -> list[dict]:
                 if note:
                     param["description"] = note
     for extra in op.params:
-        params[extra.name] = {"name": extra.name, "in": "query", "required": False,
+        params[extra.name] = {"name": extra.name, "in": extra.where, "required": False,
                               "description": extra.description,
                               "schema": copy.deepcopy(extra.schema),
-                              "x-openstack-min-version": op.since}
+                              "x-openstack-min-version": extra.since or op.since}
+        if extra.extension:
+            params[extra.name]["x-allotment-extension"] = True
     out = []
     for param in params.values():
         if param.get("x-openstack-max-version") == _vstr(LATEST):

@@ -40,6 +40,12 @@ class Param:
     name: str
     description: str
     schema: dict = field(default_factory=lambda: {"type": "string"})
+    # From which microversion (None: the operation's own).
+    since: str | None = None
+    # Only understood with the Allotment-Extensions header (docs/extensions.md).
+    extension: bool = False
+    # "query", or "header".
+    where: str = "query"
 
 
 @dataclass(frozen=True)
@@ -68,6 +74,25 @@ _ASSET = {"type": "string"}
 _LOGIN_FORM = {"type": "object", "properties": {"token": {"type": "string"}},
                "required": ["token"]}
 _P = "placement:resource_providers"
+
+_TRUE_FALSE = {"type": "string", "enum": ["true", "false"]}
+# Extension parameters of GET /allocation_candidates (docs/extensions/).
+_CANDIDATE_EXTENSIONS = (
+    Param("Allotment-Extensions", "`1` opts in to allotment's extensions of this "
+          "query (docs/extensions.md); refused below 1.36. Without it every extension "
+          "parameter is an unknown query parameter (Placement's own 400).",
+          {"type": "string", "enum": ["1"]}, since="1.36", extension=True, where="header"),
+    Param("ignore_consumers", "`in:UUID1,UUID2` (repeatable): candidates as if these "
+          "consumers held nothing; each allocation request then says which of them it "
+          "`displaces`. Needs `placement:allocations:list` as well; unknown consumers "
+          "make a 400 `allotment.consumer.unknown` (docs/extensions/ignore-consumers.md).",
+          {"type": "string", "pattern": "^in:"}, since="1.36", extension=True),
+    Param("preempt", "`true`: also the candidates that fit once consumers of the "
+          "`[allotment] preemptible_consumer_types` go, after those that fit as things "
+          "are, each allocation request with the consumers it `evicts`. Needs "
+          "`placement:allocations:list` as well (docs/extensions/preempt.md).",
+          _TRUE_FALSE, since="1.38", extension=True),
+)
 
 OPERATIONS: tuple[Operation, ...] = (
     Operation("/", "GET", "List API versions", "versions", public=True, ok={200: r.VERSIONS},
@@ -189,7 +214,10 @@ OPERATIONS: tuple[Operation, ...] = (
                     "traits from 1.17 and parent/root uuids from 1.29; `mappings` appear "
                     "from 1.34. From 1.25 `resources`, `required`, `member_of` (and `in_tree` "
                     "from 1.31) take a group suffix: numeric before 1.33, up to 64 "
-                    "characters of [a-zA-Z0-9_-] from 1.33."),
+                    "characters of [a-zA-Z0-9_-] from 1.33. With the `Allotment-Extensions: "
+                    "1` header (from 1.36) the extensions of docs/extensions.md are "
+                    "understood; those documented here carry `x-allotment-extension`.",
+              params=_CANDIDATE_EXTENSIONS),
     # The web view (HTML for browsers; see docs/operating.md).
     Operation("/ui", "GET", "Web view: hosts with capacity and usage", "web view",
               policy="allotment:web:view", ok={200: _HTML, 303: None}, media_type="text/html",

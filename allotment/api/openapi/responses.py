@@ -221,6 +221,28 @@ _LISTED_ALLOCATIONS = {
         "required": ["resource_provider", "resources"],
     },
 }
+# What-if extensions (docs/extensions/ignore-consumers.md, preempt.md):
+# only with the Allotment-Extensions header and the parameter asking.
+_DISPLACES = {
+    "type": "array", "items": UUID, "x-allotment-extension": True,
+    "x-openstack-min-version": "1.36",
+    "description": "With `ignore_consumers`: the ignored consumers this candidate "
+                   "displaces (sorted).",
+}
+_EVICTS = {
+    "type": "array", "x-allotment-extension": True, "x-openstack-min-version": "1.38",
+    "description": "With `preempt=true`: the preemptible consumers to remove first "
+                   "(empty when it fits as things are), sorted by UUID, with what a "
+                   "POST /allocations that empties their allocations needs.",
+    "items": {
+        "type": "object",
+        "properties": {"consumer_uuid": UUID, "consumer_generation": {"type": "integer"},
+                       "project_id": {"type": "string"}, "user_id": {"type": "string"},
+                       "consumer_type": {"type": "string"}},
+        "required": ["consumer_uuid", "consumer_generation", "project_id", "user_id",
+                     "consumer_type"],
+    },
+}
 ALLOCATION_CANDIDATES = {
     "type": "object",
     "properties": {
@@ -241,6 +263,8 @@ ALLOCATION_CANDIDATES = {
                         "type": "object",
                         "additionalProperties": {"type": "array", "items": UUID},
                     },
+                    "displaces": _DISPLACES,
+                    "evicts": _EVICTS,
                 },
                 "required": ["allocations"],
             },
