@@ -3,7 +3,8 @@
 Run: ``.venv/bin/python -m benchmarks.side_by_side.ab OTHER_ALLOTMENT_API
 [--shapes flat numa] [--hosts 1000] [--repeat 11]``, where
 ``OTHER_ALLOTMENT_API`` is the ``allotment-api`` script of the other
-checkout's venv (say, main's).  Each world of ``scripts/benchmark`` is
+checkout's venv (say, main's; ``--other-revision allotment_0001`` for a
+checkout older than the schema's last migration).  Each world of ``scripts/benchmark`` is
 loaded once through this checkout's API into a SQLite file, copied, and
 served by both (2 gunicorn workers each, one copy each); every query of the
 world is then asked of both alternately (``measure.alternate``, as
@@ -22,6 +23,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+import sqlalchemy as sa
+from alembic import command
+
+from allotment.storage import migration
 from benchmarks.side_by_side import measure
 from benchmarks.side_by_side.client import Client, load
 from benchmarks.side_by_side.worlds import SHAPES
@@ -39,6 +44,14 @@ def _start(script: str, url: str, workdir: Path) -> servers.Server:
         servers._allotment_script = real
 
 
+def _migrate_down(path: Path, revision: str) -> None:
+    engine = sa.create_engine(f"sqlite:///{path}")
+    try:
+        command.downgrade(migration.alembic_config(engine), revision)
+    finally:
+        engine.dispose()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="benchmarks.side_by_side.ab")
     parser.add_argument("other", help="the other checkout's allotment-api")
@@ -46,6 +59,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hosts", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=11)
     parser.add_argument("--fill", type=float, default=2.0)
+    parser.add_argument("--other-revision", metavar="REV",
+                        help="migrate the other's copy down to this revision of allotment's "
+                             "schema first (an older checkout refuses a newer schema)")
     args = parser.parse_args(argv)
     ratios = []
     print("| world | scenario (p50 ms) | other | this | this/other |")
@@ -60,6 +76,8 @@ def main(argv: list[str] | None = None) -> int:
             with sqlite3.connect(loaded) as conn:
                 conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             shutil.copy(loaded, work / "other.sqlite")
+            if args.other_revision:
+                _migrate_down(work / "other.sqlite", args.other_revision)
             with _start(args.other, f"sqlite:///{work / 'other.sqlite'}",
                         work / "other") as other, \
                     _start(THIS, f"sqlite:///{loaded}", work / "this") as this:
