@@ -14,6 +14,7 @@ def build(runtime: Runtime, api: WSGIApp) -> list[tuple[str, object]]:
         ("/ui", views.Hosts(runtime, api)),
         ("/ui/trees/{uuid}", views.Tree(runtime, api)),
         ("/ui/capacity", views.Capacity(runtime, api)),
+        ("/ui/what-if", views.WhatIf(runtime, api)),
         ("/ui/login", session.Login(runtime)),
         ("/ui/logout", session.Logout(runtime)),
         ("/ui/static/{name}", static.Static(runtime)),

@@ -133,3 +133,38 @@ class Capacity(_Page):
             room = body["headroom"]
             room["hosts"].sort(key=lambda h: (-h["count"], h["name"]))
         pages.render(req, resp, "capacity.html", title="Capacity", wanted=wanted, room=room)
+
+
+class WhatIf(_Page):
+    """Where a request fits were some consumers gone (the ignore_consumers
+    and preempt extensions): each candidate with the consumers it displaces
+    or would evict."""
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        req.context.ctx.can(WEB_VIEW)
+        wanted = (req.get_param("request") or "").strip()
+        ignore = [u.strip() for u in (req.get_param("ignore") or "").split(",") if u.strip()]
+        preempt = req.get_param("preempt") in ("1", "true", "on")
+        limit = _int_param(req, "limit", 20, 1, 1000)
+        rows = None
+        if wanted:
+            pairs = [p for p in parse_qsl(wanted, keep_blank_values=True)
+                     if p[0] not in ("limit", "ignore_consumers", "preempt")]
+            if ignore:
+                pairs.append(("ignore_consumers", "in:" + ",".join(ignore)))
+            if preempt:
+                pairs.append(("preempt", "true"))
+            with self.client(req) as client:
+                body = client.get("/allocation_candidates", version="1.39",
+                                  params=[*pairs, ("limit", str(limit))],
+                                  headers={"Allotment-Extensions": "1"}).json()
+            summaries = body["provider_summaries"]
+            rows = [{"providers": sorted(
+                         (summaries.get(uuid, {}).get("root_provider_uuid", uuid), uuid,
+                          alloc["resources"])
+                         for uuid, alloc in ar["allocations"].items()),
+                     "evicts": ar.get("evicts", []),
+                     "displaces": ar.get("displaces", [])}
+                    for ar in body["allocation_requests"]]
+        pages.render(req, resp, "what_if.html", title="What if", wanted=wanted,
+                     ignore=",".join(ignore), preempt=preempt, limit=limit, rows=rows)
