@@ -26,7 +26,7 @@ ROUTE_URLS = [
     f"/resource_providers/{RP}/usages", f"/resource_providers/{RP}/allocations",
     "/usages", "/reshaper", "/openapi.json",
     "/ui", f"/ui/trees/{RP}", "/ui/login", "/ui/static/style.css",
-    "/metrics", "/ui/capacity", "/ui/logout", "/favicon.ico",
+    "/metrics", "/ui/capacity", "/ui/what-if", "/ui/logout", "/favicon.ico",
 ]
 
 

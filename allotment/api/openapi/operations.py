@@ -238,6 +238,16 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("/ui/capacity", "GET", "Web view: how many more instances fit", "web view",
               policy="allotment:web:view", ok={200: _HTML, 303: None}, media_type="text/html",
               params=(Param("request", "A GET /allocation_candidates query string."),)),
+    Operation("/ui/what-if", "GET",
+              "Web view: where a request fits were some consumers gone", "web view",
+              policy="allotment:web:view", ok={200: _HTML, 303: None}, media_type="text/html",
+              params=(Param("request", "A GET /allocation_candidates query string."),
+                      Param("ignore", "Consumers to treat as holding nothing "
+                                      "(UUIDs, comma-separated)."),
+                      Param("preempt", "1: also candidates that fit once preemptible "
+                                       "consumers are evicted."),
+                      Param("limit", "Candidates to show (default 20, at most 1000).",
+                            {"type": "string", "pattern": "^[0-9]+$"}))),
     Operation("/ui/login", "GET", "Web view: the sign-in form", "web view", public=True,
               ok={200: _HTML}, media_type="text/html"),
     Operation("/ui/login", "POST", "Web view: keep a token in a cookie", "web view",
