@@ -24,6 +24,8 @@ from tests.faults.lab.runner import ask_all
 
 pytestmark = [pytest.mark.xdist_group("faultlab"), pytest.mark.slow]
 
+ATTEMPTS = 3
+
 
 def _claim(lab, provider: str, amount: int = 1) -> None:
     def put() -> requests.Response:
@@ -45,22 +47,34 @@ def test_every_worker_follows_the_database_back_in_time(galera_lab):
     [kept] = make_providers(lab.client.netns, lab.api_url, 1, 16, tag="kept")
     for _ in range(3):
         _claim(lab, kept)
-    # All of that durable; what follows lives only in the nodes' log buffers.
-    lab.galera.flush_logs()
-    time.sleep(0.5)
-    [lost] = make_providers(lab.client.netns, lab.api_url, 1, 16, tag="lost")
-    _claim(lab, kept, 2)
-    seen = ask_all(lab)(checker.worker_view)
-    assert len(seen) == sum(api.workers for api in lab.apis)
-    for worker, view in seen.items():
-        assert lost in view.candidates and view.usage[kept] == 5, worker
+    durable = 3
+    # A crash loses the log buffers' tail only if no node wrote it to disk
+    # first (InnoDB may, at any moment): a crash that lost nothing proves
+    # nothing, and the scenario is played again on top of it.
+    for attempt in range(ATTEMPTS):
+        # All of that durable; what follows lives only in the nodes' log buffers.
+        lab.galera.flush_logs()
+        time.sleep(0.5)
+        [lost] = make_providers(lab.client.netns, lab.api_url, 1, 16, tag=f"lost{attempt}")
+        _claim(lab, kept, 2)
+        seen = ask_all(lab)(checker.worker_view)
+        assert len(seen) == sum(api.workers for api in lab.apis)
+        for worker, view in seen.items():
+            assert lost in view.candidates and view.usage[kept] == durable + 2, worker
 
-    spread = lab.galera.kill_all()
-    assert spread < 1.0
-    lab.galera.recover_all()
-    truth = checker.read_truth(lab.truth())
-    assert lost not in truth.providers and truth.usage[kept] == 3, \
-        "the database kept the last commits: this run proves nothing"
+        spread = lab.galera.kill_all()
+        assert spread < 1.0
+        lab.galera.recover_all()
+        truth = checker.read_truth(lab.truth())
+        if lost not in truth.providers and truth.usage[kept] == durable:
+            break
+        lab.wait_database()
+        kept_back = _in_step(lab)
+        assert kept_back.seconds is not None, kept_back.last
+        durable = truth.usage[kept]
+    else:
+        pytest.fail(f"in {ATTEMPTS} crashes the database never lost its last commits: "
+                    "this run proves nothing")
     lab.wait_database()
 
     back = _in_step(lab)
@@ -73,4 +87,4 @@ def test_every_worker_follows_the_database_back_in_time(galera_lab):
     for worker, view in ask_all(lab)(checker.worker_view).items():
         assert new in view.candidates and lost not in view.candidates, worker
         assert lost not in view.providers, worker
-        assert view.usage[kept] == 8, worker
+        assert view.usage[kept] == durable + 5, worker
