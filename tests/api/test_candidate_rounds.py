@@ -199,9 +199,8 @@ def test_random_answers_are_kept_and_drawn_afresh_through_changes(database_url, 
     random_answers_hold(api, monkeypatch, rounds=3)
 
 
-def test_a_claim_draws_only_its_host_again_at_random(database_url, db, monkeypatch):
-    api = _random_api(database_url, db)
-    w = cloud(api)
+def _count_searches(monkeypatch) -> list[int]:
+    """The trees searched from now on (their root positions), in order."""
     searched: list[int] = []
     real = search.tree_candidates
 
@@ -210,6 +209,13 @@ def test_a_claim_draws_only_its_host_again_at_random(database_url, db, monkeypat
         return real(plan, r, rng)
 
     monkeypatch.setattr(candidate_rounds, "tree_candidates", counted)
+    return searched
+
+
+def test_a_claim_draws_only_its_host_again_at_random(database_url, db, monkeypatch):
+    api = _random_api(database_url, db)
+    w = cloud(api)
+    searched = _count_searches(monkeypatch)
     path = f"/allocation_candidates?{QUERIES[2]}&limit=1000&root_required=!{DISABLED}"
     first = api.get(path, version="1.39")
     assert first.status == 200
@@ -231,14 +237,7 @@ def test_random_answers_keep_at_most_the_bound_and_search_the_rest(database_url,
     # hosts, 3 kept whole, the other 5 searched again for every answer.
     monkeypatch.setattr(candidate_rounds, "WHOLE_TREES_KEPT", 4)
     random_answers_hold(api, monkeypatch, rounds=4)
-    searched: list[int] = []
-    real = search.tree_candidates
-
-    def counted(plan, r, rng=None):
-        searched.append(r)
-        return real(plan, r, rng)
-
-    monkeypatch.setattr(candidate_rounds, "tree_candidates", counted)
+    searched = _count_searches(monkeypatch)
     path = f"/allocation_candidates?{QUERIES[2]}&limit=1000&root_required=!{DISABLED}"
     first = api.get(path, version="1.39")
     # The kind was asked above: 3 of its 8 trees kept, the others searched.
