@@ -18,8 +18,6 @@ starting cost them; what it grows by is what answering writes to.
 from __future__ import annotations
 
 import argparse
-import mmap
-import struct
 import subprocess
 import sys
 import tempfile
@@ -31,11 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.side_by_side import fill, flavors
 from benchmarks.side_by_side.client import Client
-from benchmarks.side_by_side.measure import memory_mb
+from benchmarks.side_by_side.measure import distinct_mb, memory_mb
 from tests.harness.servers import start_allotment
-
-PAGE = mmap.PAGESIZE
-PFN_MASK = (1 << 55) - 1
 
 
 def _filled(directory: Path, hosts: int) -> str:
@@ -52,28 +47,6 @@ def _filled(directory: Path, hosts: int) -> str:
                     "--config-file", str(config), "db", "sync"],
                    check=True, capture_output=True, text=True)
     return url
-
-
-def distinct_mb(pids: list[int]) -> float | None:
-    """The pages ``pids`` map, each counted once however many map it, in MB
-    (from /proc/PID/pagemap; None without the right to read page frames):
-    what a cgroup holding just these processes would be charged for their
-    mappings, without the page cache nobody maps and the kernel's own."""
-    frames: set[int] = set()
-    for pid in pids:
-        with open(f"/proc/{pid}/maps") as maps, open(f"/proc/{pid}/pagemap", "rb") as pagemap:
-            for line in maps:
-                start, end = (int(x, 16) for x in line.split()[0].split("-"))
-                if line.rstrip().endswith("[vsyscall]"):
-                    continue
-                pagemap.seek(start // PAGE * 8)
-                data = pagemap.read((end - start) // PAGE * 8)
-                for (entry,) in struct.iter_unpack("<Q", data):
-                    if entry >> 63:  # present
-                        frames.add(entry & PFN_MASK)
-    if frames <= {0}:
-        return None
-    return len(frames) * PAGE / 2**20
 
 
 def _show(pids: list[int], when: str) -> None:
