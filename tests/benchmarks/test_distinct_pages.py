@@ -11,7 +11,8 @@ def test_a_page_mapped_twice_counts_once():
     once = distinct_mb([os.getpid()])
     if once is None:  # page frames hidden from this process
         return
-    assert distinct_mb([os.getpid(), os.getpid()]) == once
+    # Read at different moments (and this process grows as it reads), so
+    # a little apart; twice the pages if each mapping counted.
+    assert distinct_mb([os.getpid(), os.getpid()]) < 1.2 * once
     rss = memory_mb(os.getpid())[0]
-    # Read at different moments, so a little apart.
     assert 0.5 * rss < once < 1.5 * rss
