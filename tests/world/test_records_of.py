@@ -24,3 +24,21 @@ def test_same_inventories_share_one_mapping():
     assert a.inventories["MEMORY_MB"].reserved == 512
     assert list(c.inventories) == ["DISK_GB"] and c.inventories["DISK_GB"].total == 100
     assert d.inventories == {}
+
+
+def test_stamps_share_the_root_ids():
+    from allotment.world.model import Names, World
+
+    root_id, child_id = 1000, 1001
+    # The root id of the child as another int object, as a row gives it.
+    other = int(str(root_id))
+    loaded = {
+        root_id: LoadedProvider("r", "r", 1, None, None, root_id, None, None,
+                                dict(NUMA), frozenset(), frozenset()),
+        child_id: LoadedProvider("c", "c", 1, "r", "r", other, None, None,
+                                 dict(NUMA), frozenset(), frozenset()),
+    }
+    world = World(loaded, [], Names({0: "VCPU", 1: "MEMORY_MB"}))
+    assert world.stamps["c"].root_id == root_id
+    assert world.stamps["c"].root_id is world.stamps["r"].id
+    assert not hasattr(world.stamps["c"], "__dict__")
