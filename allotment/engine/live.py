@@ -55,7 +55,14 @@ class LiveSnapshot(Snapshot):
         self.uuids = list(base.uuids)
         self.index = dict(base.index)
         self.parent = list(base.parent)
-        self.root = list(base.root)
+        # Each position as one int object, the index's: the base's other
+        # indexes made equal ints of their own, 32 bytes each (about 200,000
+        # of them at 10,000 NUMA hosts), which would live as long as this.
+        pos = list(range(n))
+        for i in self.index.values():
+            pos[i] = i
+        at = pos.__getitem__
+        self.root = list(map(at, base.root))
         self.depth = list(base.depth)
         self.traits = list(base.traits)
         self.aggregates = list(base.aggregates)
@@ -71,16 +78,17 @@ class LiveSnapshot(Snapshot):
         self.used = {u: dict(per_rc) for u, per_rc in base.used.items()}
         self._parents = set(base._parents)
         self.has_nested = bool(self._parents)
-        self.roots = list(base.roots)
+        self.roots = list(map(at, base.roots))
         self._root_keys = [self.uuids[r] for r in self.roots]
         self.sharing = list(base.sharing)
         self.anchors_of_sharing = dict(base.anchors_of_sharing)
         self.sharing_by_anchor = dict(base.sharing_by_anchor)
         self._by_aggs = {}
         self._lazy = base._lazy
-        self._lazy.subtrees = dict(base.trees_of_many())
-        self._lazy.agg_members = {a: set(m) for a, m in base.agg_members.items()}
-        self._lazy.by_rc = {rc: set(m) for rc, m in base.by_rc.items()}
+        self._lazy.subtrees = {at(r): tuple(map(at, m))
+                               for r, m in base.trees_of_many().items()}
+        self._lazy.agg_members = {a: set(map(at, m)) for a, m in base.agg_members.items()}
+        self._lazy.by_rc = {rc: set(map(at, m)) for rc, m in base.by_rc.items()}
         self._root_traits = {}
         for r in self.roots:
             self._count_root(r, 1)

@@ -41,9 +41,13 @@ class Names:
                    for cid, name in self.class_by_id.items())
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Stamp:
-    """What listings say about a provider besides what the engine keeps."""
+    """What listings say about a provider besides what the engine keeps.
+
+    Slotted: the world keeps one per provider, and an instance without a
+    ``__dict__`` is about half the size (10,000 NUMA hosts: 90,000 of them).
+    """
 
     id: int
     root_id: int
@@ -65,11 +69,27 @@ def _inventory(fields: tuple) -> Inventory:
 
 
 def records_of(loaded: Mapping[int, LoadedProvider]) -> list[ProviderRecord]:
-    """Engine records from what ``storage.loader.load`` returns (no usage)."""
+    """Engine records from what ``storage.loader.load`` returns (no usage).
+
+    Providers with the same inventories share one mapping of them (records
+    are never changed).  The engine keeps mappings of its own, so these
+    live only while it is built; one per provider (about 20 MB at 10,000
+    NUMA hosts) took pages that stayed resident, mostly empty, afterwards
+    (a process loading that world ends about 2 MB smaller without them).
+    """
+    maps: dict[tuple, Mapping[str, Inventory]] = {}
+
+    def inventories_of(p: LoadedProvider) -> Mapping[str, Inventory]:
+        key = tuple(p.inventories.items())
+        found = maps.get(key)
+        if found is None:
+            found = maps[key] = {rc: _inventory(fields) for rc, fields in key}
+        return found
+
     return [ProviderRecord(
         uuid=p.uuid, name=p.name, generation=p.generation,
         parent_uuid=p.parent_uuid, root_uuid=p.root_uuid,
-        inventories={rc: _inventory(fields) for rc, fields in p.inventories.items()},
+        inventories=inventories_of(p),
         traits=frozenset(p.traits), aggregates=frozenset(p.aggregates))
         for p in loaded.values()]
 
@@ -144,15 +164,24 @@ class World:
         # Providers kept out because their parent links are broken (see
         # split_damaged): UUID -> why.  Requests about them are refused.
         loaded, self.damaged = split_damaged(loaded)
-        self._remember(loaded)
+        # The snapshot first, and the engine records it is built from gone
+        # before the per-provider maps below are made: what the world keeps
+        # then takes the pages the records held, rather than pages of its
+        # own between them (a page with one live object in it stays
+        # resident, and is mapped by every worker).
         self.snapshot = LiveSnapshot.build(records_of(loaded))
+        self._remember(loaded)
         self.snapshot.add_usage(self._usage_deltas(usage))
 
     def _remember(self, loaded: Mapping[int, LoadedProvider]) -> None:
+        # A root's id as the int object its own row gave (the same value
+        # read as root_provider_id is another object per provider).
+        ids = {pid: pid for pid in loaded}
         for pid, p in loaded.items():
             self.uuid_of_id[pid] = p.uuid
             self.by_name[p.name] = p.uuid
-            self.stamps[p.uuid] = Stamp(pid, p.root_id, p.created_at, p.updated_at)
+            self.stamps[p.uuid] = Stamp(pid, ids.get(p.root_id, p.root_id),
+                                        p.created_at, p.updated_at)
 
     def _usage_deltas(self, deltas: Iterable[tuple[int, int, int]]
                       ) -> Iterable[tuple[str, str, int]]:

@@ -9,8 +9,10 @@ service they go to, so they run against one service at a time.
 from __future__ import annotations
 
 import json
+import mmap
 import random
 import statistics
+import struct
 import threading
 import time
 import uuid
@@ -208,6 +210,10 @@ def _capacity_check(client: Client, world: World) -> tuple[list[str], int]:
     return over, vcpu
 
 
+_PAGE = mmap.PAGESIZE
+_PFN_MASK = (1 << 55) - 1
+
+
 def memory_mb(pid: int) -> tuple[float, float, float]:
     """RSS, PSS and USS of ``pid`` in MB (/proc/PID/smaps_rollup): resident,
     shared pages divided among their sharers, and the process's own."""
@@ -219,6 +225,28 @@ def memory_mb(pid: int) -> tuple[float, float, float]:
                 fields[name] = int(rest.split()[0])
     uss = fields.get("Private_Clean", 0) + fields.get("Private_Dirty", 0)
     return fields.get("Rss", 0) / 1024, fields.get("Pss", 0) / 1024, uss / 1024
+
+
+def distinct_mb(pids: list[int]) -> float | None:
+    """The pages ``pids`` map, each counted once however many map it, in MB
+    (from /proc/PID/pagemap; None without the right to read page frames):
+    what a cgroup holding just these processes would be charged for their
+    mappings, without the page cache nobody maps and the kernel's own."""
+    frames: set[int] = set()
+    for pid in pids:
+        with open(f"/proc/{pid}/maps") as maps, open(f"/proc/{pid}/pagemap", "rb") as pagemap:
+            for line in maps:
+                start, end = (int(x, 16) for x in line.split()[0].split("-"))
+                if line.rstrip().endswith("[vsyscall]"):
+                    continue
+                pagemap.seek(start // _PAGE * 8)
+                data = pagemap.read((end - start) // _PAGE * 8)
+                for (entry,) in struct.iter_unpack("<Q", data):
+                    if entry >> 63:  # present
+                        frames.add(entry & _PFN_MASK)
+    if frames <= {0}:
+        return None
+    return len(frames) * _PAGE / 2**20
 
 
 def worker_rss_mb(pids: list[int]) -> list[float]:

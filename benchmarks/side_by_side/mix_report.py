@@ -35,6 +35,9 @@ class Start:
     rss_mb: list[float] = field(default_factory=list)  # per worker, after the rounds
     # Per process after the rounds, the main one first: (RSS, PSS, USS) MB.
     memory_mb: list[tuple[float, float, float]] = field(default_factory=list)
+    # The pages they all map, each counted once (measure.distinct_mb): what
+    # a cgroup holding the server is charged for them; None when unreadable.
+    once_mb: float | None = None
     cold_seconds: float | None = None  # a one-worker server's start to its first answer
     cold_rss_mb: float | None = None  # that worker's memory right after it
     # That server's worker killed: kill to its replacement's first answer,
@@ -141,7 +144,11 @@ class MixSection:
             if start.memory_mb:
                 lines.append(f"- {name}: after the rounds, RSS / PSS / USS of the main process"
                              " and each worker: " + "; ".join(
-                                 f"{r:.0f} / {p:.0f} / {u:.0f} MB" for r, p, u in start.memory_mb))
+                                 f"{r:.0f} / {p:.0f} / {u:.0f} MB" for r, p, u in start.memory_mb)
+                             + f"; PSS summed {sum(p for _, p, _ in start.memory_mb):.0f} MB")
+            if start.once_mb is not None:
+                lines.append(f"- {name}: the pages the server maps, each counted once (what a "
+                             f"cgroup holding it is charged for them): {start.once_mb:.0f} MB")
             lines.append(f"- {name}: listening {start.listening:.1f} s after start, first "
                          f"candidates answer then {_ms(start.first)} ms; worker RSS after "
                          f"the rounds {rss}")

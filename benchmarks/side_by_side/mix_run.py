@@ -27,7 +27,7 @@ from pathlib import Path
 
 from benchmarks.side_by_side import cold, cpu, fill, flavors, mix, reporting, verify
 from benchmarks.side_by_side.client import Client
-from benchmarks.side_by_side.measure import memory_mb
+from benchmarks.side_by_side.measure import distinct_mb, memory_mb
 from benchmarks.side_by_side.mix_report import MixReport, MixSection, Start
 from tests.harness import mysql, pg
 from tests.harness.servers import _conf_text, start_allotment, start_upstream
@@ -195,6 +195,7 @@ def run_world(backend: Backend, shape: str, hosts: int, args,
         section.verdicts[name] = verify.check(books, ledger.granted, ledger.deleted)
         memory = [memory_mb(pid) for pid in servers[name].pids]
         section.starts[name].memory_mb = memory
+        section.starts[name].once_mb = distinct_mb(servers[name].pids)
         section.starts[name].rss_mb = [rss for rss, _, _ in memory[1:]]  # the workers'
     for server in servers.values():
         server.stop()
