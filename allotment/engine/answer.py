@@ -19,7 +19,7 @@ from collections.abc import Hashable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Protocol, TypedDict
 
-from allotment.engine import extensions, preemptible, rounds, search, whatif
+from allotment.engine import extensions, rounds, search, whatif
 from allotment.engine.codec import Codec
 from allotment.engine.explain import Explanation, explain
 from allotment.engine.extensions import ExtendedRequest
@@ -177,7 +177,7 @@ def _what_if(source: Source, ext: ExtendedRequest, *, max_candidates: int, strat
     (engine.whatif), worked out over a copy of the world.  The answer is
     not kept; with preemption the preemptible consumers, the world without
     them and the eviction sets found are kept for as long as the world
-    stays as it is (engine.preemptible), unless consumers are ignored."""
+    stays as it is (engine.whatif), unless consumers are ignored."""
     real, names = source.snapshot, source.names
     ignored = ext.ignored
     snap = whatif.without(real, ignored) if ignored else real
@@ -242,8 +242,8 @@ def preemptible_world(source: Source, ext: ExtendedRequest, snap: LiveSnapshot,
     consumers are ignored: that world is made for one request)."""
     read = ext.preemptible
     real = source.snapshot
-    kept = (preemptible.given(real, read) if isinstance(read, tuple | list)
-            else preemptible.current(real, source.cache.section("preemptible"), read))
+    kept = (whatif.preemptible_given(real, read) if isinstance(read, tuple | list)
+            else whatif.preemptible_current(real, source.cache.section("preemptible"), read))
     if not ext.ignored:
         return kept.wide(), kept.on_provider, kept.evictions
     skip = {h.consumer for h in ext.ignored}

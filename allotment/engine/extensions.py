@@ -37,10 +37,9 @@ from allotment.engine import plan as plan_mod
 from allotment.engine.forest import lca
 from allotment.engine.packed import Packed, Packer
 from allotment.engine.plan import READY
-from allotment.engine.preemptible import Reader
 from allotment.engine.request import AllocationCandidatesRequest
 from allotment.engine.snapshot import Snapshot
-from allotment.engine.whatif import Holding
+from allotment.engine.whatif import Holding, Reader
 
 
 @dataclass(frozen=True)
@@ -59,8 +58,7 @@ class ExtendedRequest:
     # Consumers whose allocations the answer is worked out without, and
     # with preemption the consumers that may be removed (None: no
     # preemption): as they are, or read (and kept in the world) by a
-    # Reader; see engine.whatif and engine.preemptible.  The search never
-    # sees them.
+    # Reader; see engine.whatif.  The search never sees them.
     ignored: tuple[Holding, ...] = ()
     preemptible: tuple[Holding, ...] | Reader | None = None
 
