@@ -67,6 +67,7 @@ class AllocationCandidates(Resource):
         require_version(req, "1.10")
         authorize(req, "placement:allocation_candidates:list")
         want = version(req)
+        cache_headers = rendering.cache_headers_at(want)
         placement = self.conf.placement
         # From 1.29 (summaries of whole trees) an answer may be kept encoded
         # tree by tree, written as ``want`` shows it; from 1.34 (the shape
@@ -93,8 +94,7 @@ class AllocationCandidates(Resource):
             request = _parse(query.frozen_pairs(req), want)
             question = service.Question(request, **settings)
             groups = request.groups
-        return CandidatesQuery(question, want, rendering.cache_headers_at(want),
-                               shown_classes(groups, want))
+        return CandidatesQuery(question, want, cache_headers, shown_classes(groups, want))
 
 
 def write(resp: falcon.Response, asked: CandidatesQuery, found: service.Found) -> None:
