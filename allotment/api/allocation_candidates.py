@@ -24,7 +24,7 @@ from allotment.api.candidates_codec import (
     assembled_body,
     shown_classes,
 )
-from allotment.api.candidates_query import parse_allocation_candidates_query
+from allotment.api.candidates_query import read_standard_query, typed_request
 from allotment.api.resource import Resource, authorize, require_version, version
 from allotment.engine.packed import Packed
 from allotment.engine.request import AllocationCandidatesRequest
@@ -32,13 +32,15 @@ from allotment.service import allocation_candidates as service
 
 
 @functools.lru_cache(maxsize=1024)
-def _parse(pairs: tuple[tuple[str, str], ...],
-           want: tuple[int, int]) -> AllocationCandidatesRequest:
-    """The request a query means: a pure function of the query and the
-    microversion, and schedulers ask the same few queries over and over
-    (schema validation was a third of a small answer's time).  Refused
-    queries raise, and are not kept."""
-    return parse_allocation_candidates_query(pairs, want)
+def _parse(pairs: tuple[tuple[str, str], ...], want: tuple[int, int],
+           ) -> tuple[AllocationCandidatesRequest, frozenset[str] | None]:
+    """The request a query means, and the classes its summaries show: a
+    pure function of the query and the microversion, and schedulers ask
+    the same few queries over and over (schema validation was a third of a
+    small answer's time).  Refused queries raise, and are not kept."""
+    query = read_standard_query(pairs, want)
+    shown = shown_classes(query.requested_classes(), want)
+    return typed_request(query), shown
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,7 @@ class AllocationCandidates(Resource):
         authorize(req, "placement:allocation_candidates:list")
         want = version(req)
         cache_headers = rendering.cache_headers_at(want)
+        ctx = req.context.ctx
         placement = self.conf.placement
         # From 1.29 (summaries of whole trees) an answer may be kept encoded
         # tree by tree, written as ``want`` shows it; from 1.34 (the shape
@@ -77,24 +80,24 @@ class AllocationCandidates(Resource):
                     "randomize": placement.randomize_allocation_candidates,
                     "packed": want >= MAPPINGS,
                     "encoded_as": want if want >= SUMMARY_TREE else None}
-        if candidates_extensions.requested(req.get_header(candidates_extensions.HEADER)):
-            parsed = candidates_extensions.parse_extended_query(query.pairs(req), want)
-            if parsed.ignore_consumers or parsed.preempt:
-                # The consumers are read as ``GET /allocations/{consumer}``
-                # would read them, and so with its policy.
-                authorize(req, "placement:allocations:list")
-            question = service.Question(
-                parsed.request, explain_limit=parsed.explain_limit,
-                headroom=parsed.headroom, ignore_consumers=parsed.ignore_consumers,
-                preempt=parsed.preempt,
-                preemptible_types=tuple(self.conf.allotment.preemptible_consumer_types),
-                **settings)
-            groups = parsed.request.base.groups
-        else:
-            request = _parse(query.frozen_pairs(req), want)
-            question = service.Question(request, **settings)
-            groups = request.groups
-        return CandidatesQuery(question, want, cache_headers, shown_classes(groups, want))
+        if not candidates_extensions.requested(req.get_header(candidates_extensions.HEADER)):
+            request, shown = _parse(query.frozen_pairs(req), want)
+            return CandidatesQuery(service.Question(request, **settings), want,
+                                   cache_headers, shown)
+        parsed = candidates_extensions.parse_extended_query(query.pairs(req), want)
+        if parsed.ignore_consumers or parsed.preempt:
+            # The consumers are read as ``GET /allocations/{consumer}``
+            # would read them, and so with its policy.
+            ctx.can("placement:allocations:list")
+        question = service.Question(
+            parsed.request, explain_limit=parsed.explain_limit,
+            headroom=parsed.headroom, ignore_consumers=parsed.ignore_consumers,
+            preempt=parsed.preempt,
+            preemptible_types=tuple(self.conf.allotment.preemptible_consumer_types),
+            **settings)
+        # Extensions need a microversion (1.36) whose summaries show every
+        # class: None, whatever the groups request.
+        return CandidatesQuery(question, want, cache_headers, None)
 
 
 def write(resp: falcon.Response, asked: CandidatesQuery, found: service.Found) -> None:

@@ -185,13 +185,11 @@ def what_if_request(cand: Candidate, note: WhatIf, want: tuple[int, int]) -> dic
     return body
 
 
-def shown_classes(groups, want: tuple[int, int]) -> frozenset[str] | None:
+def shown_classes(requested: frozenset[str], want: tuple[int, int]) -> frozenset[str] | None:
     """The resource classes provider summaries show at ``want`` for a
-    request of ``groups`` (engine.request.SearchGroup): before 1.27 those
-    requested only; None for all."""
-    if want >= SUMMARY_ALL_CLASSES:
-        return None
-    return frozenset(rc for g in groups for rc in g.resources)
+    request of the classes ``requested``: before 1.27 those only; None for
+    all."""
+    return None if want >= SUMMARY_ALL_CLASSES else requested
 
 
 def encoded_summaries(found: Answer, requested: frozenset[str] | None,
