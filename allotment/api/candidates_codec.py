@@ -18,9 +18,11 @@ from collections.abc import Sequence
 import orjson
 
 from allotment.api import rendering
+from allotment.engine.answer import Answer
 from allotment.engine.packed import Packed
-from allotment.engine.request import AllocationCandidatesRequest
 from allotment.engine.search import Candidate
+from allotment.engine.whatif import WhatIf
+from allotment.service.allocation_candidates import Found
 
 # Where the response grows, by microversion.
 DICT_REQUESTS = (1, 12)
@@ -145,19 +147,62 @@ def encoded_request(cand: Candidate | Packed, want: tuple[int, int],
     return fragment
 
 
-def encoded_summaries(found, request: AllocationCandidatesRequest,
+def answer_body(found: Found, want: tuple[int, int],
+                requested: frozenset[str] | None) -> dict:
+    """The answer's document at microversion ``want``, but for answers the
+    engine hands over encoded (see :func:`assembled_body`);
+    ``requested``: the classes summaries show, None for all."""
+    answer = found.answer
+    # One section per shape of allocation request.
+    encoded = ({} if answer.cache is None else answer.cache.section(
+        ("encoded-request", want >= DICT_REQUESTS, want >= MAPPINGS)))
+    body = {
+        "allocation_requests": (
+            [encoded_request(c, want, encoded) for c in answer.candidates]
+            if answer.what_if is None else
+            [what_if_request(c, note, want)
+             for c, note in zip(answer.candidates, answer.what_if, strict=True)]),
+        "provider_summaries": encoded_summaries(answer, requested, want),
+    }
+    if answer.explanation is not None:
+        body["explanation"] = answer.explanation.as_dict()
+    if found.headroom is not None:
+        body["headroom"] = found.headroom.as_dict()
+    return body
+
+
+def what_if_request(cand: Candidate, note: WhatIf, want: tuple[int, int]) -> dict:
+    """An allocation request of a what-if answer (docs/extensions/
+    ignore-consumers.md, preempt.md)."""
+    body = allocation_request(cand, want)
+    if note.displaces is not None:
+        body["displaces"] = list(note.displaces)
+    if note.evicts is not None:
+        body["evicts"] = [{"consumer_uuid": h.consumer,
+                           "consumer_generation": h.generation,
+                           "project_id": h.project_id, "user_id": h.user_id,
+                           "consumer_type": h.consumer_type} for h in note.evicts]
+    return body
+
+
+def shown_classes(requested: frozenset[str], want: tuple[int, int]) -> frozenset[str] | None:
+    """The resource classes provider summaries show at ``want`` for a
+    request of the classes ``requested``: before 1.27 those only; None for
+    all."""
+    return None if want >= SUMMARY_ALL_CLASSES else requested
+
+
+def encoded_summaries(found: Answer, requested: frozenset[str] | None,
                       want: tuple[int, int]) -> dict:
-    """Encoded summaries by provider (``found``: an engine.answer.Answer).  Each
-    is kept, by (provider, what the microversion shows), with the summary
-    revision it was made at: a provider's summary is the same from one
-    request to the next until it changes, and most of a big answer is
-    summaries.  From 1.29 whole trees' are kept too, with the tuple of
-    summaries they were made from (the same tuple is handed out for as
-    long as the tree stays as it is): a big answer from 1.29 is mostly
-    trees unchanged since the last."""
-    requested = None
-    if want < SUMMARY_ALL_CLASSES:
-        requested = frozenset(rc for g in request.groups for rc in g.resources)
+    """Encoded summaries by provider (``requested``: the classes shown, see
+    :func:`shown_classes`).  Each is kept, by (provider, what the
+    microversion shows), with the summary revision it was made at: a
+    provider's summary is the same from one request to the next until it
+    changes, and most of a big answer is summaries.  From 1.29 whole
+    trees' are kept too, with the tuple of summaries they were made from
+    (the same tuple is handed out for as long as the tree stays as it
+    is): a big answer from 1.29 is mostly trees unchanged since the
+    last."""
     shape = (want >= SUMMARY_TRAITS, want >= SUMMARY_TREE, requested)
     if found.cache is None:
         return {s.uuid: summary_body(s, requested, want) for s in found.summaries}

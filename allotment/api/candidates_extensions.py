@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from allotment import errors
 from allotment.api import filters
-from allotment.api.candidates_query import parse_allocation_candidates_query
+from allotment.api.candidates_query import read_standard_query, typed_request
 from allotment.engine.extensions import ExtendedRequest
 
 HEADER = "Allotment-Extensions"
@@ -184,28 +184,32 @@ def parse_extended_query(params: Sequence[tuple[str, str]],
         # The extension's default: suffixed groups may share providers.
         standard.append(("group_policy", "none"))
 
-    base = parse_allocation_candidates_query(standard, microversion)
-    if not policies:
-        base = dataclasses.replace(base, group_policy=None)
-    known = {g.suffix for g in base.groups if g.suffix}
+    standard_query = read_standard_query(standard, microversion)
+    groups = standard_query.groups
+    known = {s for s in groups if s}
     unknown = sorted({s for entry in isolate for s in entry} - known)
     if unknown:
         raise errors.BadRequest(
             f"Real suffixes should be specified in `isolate`: {unknown} not found "
-            f"in {sorted(s for s in (g.suffix for g in base.groups))}.",
+            f"in {sorted(groups)}.",
             code=errors.QUERYPARAM_BAD_VALUE)
     root_member_of, forbidden_root_aggs = _parse_root_member_of(values("root_member_of"))
-    unsuffixed = base.group("")
+    unsuffixed = groups.get("")
     can_split = _parse_can_split(
         values("can_split"), frozenset(unsuffixed.resources if unsuffixed else ()))
+    explain_limit = _parse_explain(values("explain"), values("explain_limit"))
+    headroom = _parse_flag(values("headroom"), "headroom")
+    consumers = _parse_consumers(values("ignore_consumers"))
+    preempt = preempt_known and _parse_flag(values(PREEMPT), PREEMPT)
+    # Every check made, the typed request is made last.
+    base = typed_request(standard_query)
+    if not policies:
+        base = dataclasses.replace(base, group_policy=None)
     request = ExtendedRequest(
         base=base, root_member_of=root_member_of,
         forbidden_root_aggs=forbidden_root_aggs, isolate=tuple(isolate),
         anti_affinity=tuple(anti), can_split=can_split)
-    return ExtendedQuery(request, _parse_explain(values("explain"), values("explain_limit")),
-                         _parse_flag(values("headroom"), "headroom"),
-                         _parse_consumers(values("ignore_consumers")),
-                         preempt_known and _parse_flag(values(PREEMPT), PREEMPT))
+    return ExtendedQuery(request, explain_limit, headroom, consumers, preempt)
 
 
 def _parse_consumers(values: list[str]) -> tuple[str, ...]:

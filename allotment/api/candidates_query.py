@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from allotment import errors
 from allotment.api import filters
@@ -229,6 +230,24 @@ def _parse_same_subtree(values: list[str]) -> list[set[str]]:
     return result
 
 
+@dataclass(frozen=True)
+class StandardQuery:
+    """A standard query, every check made, before it is the engine's
+    typed request (:func:`typed_request`)."""
+
+    version: tuple[int, int]
+    groups: dict[str, _Group]
+    group_policy: str | None
+    same_subtrees: list[set[str]]
+    root_required: frozenset[str]
+    root_forbidden: frozenset[str]
+    limit: int | None
+
+    def requested_classes(self) -> frozenset[str]:
+        """Every resource class some group requests."""
+        return frozenset(rc for g in self.groups.values() for rc in g.resources)
+
+
 def parse_allocation_candidates_query(
     params: Sequence[tuple[str, str]], microversion: tuple[int, int]
 ) -> AllocationCandidatesRequest:
@@ -237,6 +256,13 @@ def parse_allocation_candidates_query(
     ``microversion`` is the negotiated version (1.10 or later).  Raises
     :class:`allotment.errors.BadRequest` exactly where Placement answers 400.
     """
+    return typed_request(read_standard_query(params, microversion))
+
+
+def read_standard_query(params: Sequence[tuple[str, str]],
+                        microversion: tuple[int, int]) -> StandardQuery:
+    """:func:`parse_allocation_candidates_query`'s checks and reading, the
+    typed request not made yet."""
     params = list(params)
     version = tuple(microversion)
     _validate_schema(params, version)
@@ -265,9 +291,14 @@ def parse_allocation_candidates_query(
         raise errors.BadRequest(
             'The "group_policy" parameter is required when specifying more '
             'than one "resources{N}" parameter.')
+    return StandardQuery(version, groups, group_policy, same_subtrees, root_required,
+                         root_forbidden, limit)
 
+
+def typed_request(query: StandardQuery) -> AllocationCandidatesRequest:
+    """The engine's typed request for a query read and checked."""
     return AllocationCandidatesRequest.for_microversion(
-        version,
+        query.version,
         groups=tuple(
             SearchGroup(
                 suffix=suffix, resources=g.resources,
@@ -276,10 +307,10 @@ def parse_allocation_candidates_query(
                 member_of=tuple(g.member_of),
                 forbidden_aggs=frozenset(g.forbidden_aggs),
                 in_tree=g.in_tree)
-            for suffix, g in groups.items()),
-        group_policy=group_policy,
-        same_subtrees=tuple(frozenset(s) for s in same_subtrees),
-        root_required=root_required,
-        root_forbidden=root_forbidden,
-        limit=limit,
+            for suffix, g in query.groups.items()),
+        group_policy=query.group_policy,
+        same_subtrees=tuple(frozenset(s) for s in query.same_subtrees),
+        root_required=query.root_required,
+        root_forbidden=query.root_forbidden,
+        limit=query.limit,
     )

@@ -25,7 +25,7 @@ from oslo_config import cfg
 from allotment import errors
 from allotment.api.candidates_query import parse_allocation_candidates_query
 from allotment.engine.request import AllocationCandidatesRequest
-from allotment.service import headroom
+from allotment.service.allocation_candidates import compute_many
 from allotment.service.placement_metrics import escape
 from allotment.world.sync import Replica
 
@@ -59,7 +59,7 @@ def text(replica: Replica, conf: cfg.ConfigOpts,
     if not flavors:
         return ""
     private = set(conf.allotment.capacity_private_flavors)
-    results = headroom.compute_many(
+    results = compute_many(
         replica, flavors, with_hosts=conf.allotment.capacity_metrics_per_host)
     totals, hosts, aggregates = [], [], []
     largest: dict[str, int] = {}

@@ -43,20 +43,32 @@ def send_json(
     headers.  A missing ``last_modified`` means "now", as upstream reports for
     data without a single modification time.
     """
+    write_json(resp, dumps(body), status=status, last_modified=last_modified,
+               cache_headers=cache and cache_headers_at(version_of(req)))
+
+
+def write_json(
+    resp: falcon.Response,
+    data: bytes,
+    *,
+    status: int = 200,
+    last_modified: datetime.datetime | None = None,
+    cache_headers: bool,
+) -> None:
+    """Write a JSON body already encoded, with last-modified/cache-control
+    when ``cache_headers`` (see :func:`cache_headers_at`): for handlers
+    that read what they need of the request before answering."""
     resp.status = falcon.code_to_http_status(status)
     resp.content_type = "application/json"
-    resp.data = dumps(body)
-    if cache:
-        set_cache_headers(req, resp, last_modified)
-
-
-def send_encoded(req: falcon.Request, resp: falcon.Response, data: bytes) -> None:
-    """Write a 200 JSON body already encoded, with the headers of
-    :func:`send_json`."""
-    resp.status = falcon.HTTP_200
-    resp.content_type = "application/json"
     resp.data = data
-    set_cache_headers(req, resp)
+    if cache_headers:
+        _add_cache_headers(resp, last_modified)
+
+
+def cache_headers_at(version: tuple[int, int]) -> bool:
+    """Whether answers at microversion ``version`` carry last-modified and
+    cache-control."""
+    return version >= CACHE_HEADERS_VERSION
 
 
 def dumps(body: Any) -> bytes:
@@ -80,9 +92,14 @@ def set_cache_headers(
     resp: falcon.Response,
     last_modified: datetime.datetime | None = None,
 ) -> None:
-    if version_of(req) >= CACHE_HEADERS_VERSION:
-        resp.set_header("last-modified", http_date(last_modified))
-        resp.set_header("cache-control", "no-cache")
+    if cache_headers_at(version_of(req)):
+        _add_cache_headers(resp, last_modified)
+
+
+def _add_cache_headers(resp: falcon.Response,
+                       last_modified: datetime.datetime | None = None) -> None:
+    resp.set_header("last-modified", http_date(last_modified))
+    resp.set_header("cache-control", "no-cache")
 
 
 _now_second = -1

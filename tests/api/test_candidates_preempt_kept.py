@@ -1,5 +1,5 @@
 """``preempt=true`` keeps the preemptible consumers in the world between
-requests (engine.preemptible): every answer is still the one the database
+requests (engine.whatif): every answer is still the one the database
 gives at that moment, after writes of every kind."""
 
 from __future__ import annotations

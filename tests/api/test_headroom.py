@@ -95,7 +95,7 @@ def test_flavor_gauges(database_url, db):
 def test_counts_are_kept_and_only_changed_trees_counted_again(app, api, monkeypatch):
     from allotment.api.candidates_query import parse_allocation_candidates_query
     from allotment.engine import headroom as engine
-    from allotment.service import headroom as service
+    from allotment.service import allocation_candidates as service
 
     w = cloud(api)
     request = parse_allocation_candidates_query([("resources", "VCPU:2,DISK_GB:10")],

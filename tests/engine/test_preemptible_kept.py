@@ -1,12 +1,13 @@
-"""engine.preemptible: what is kept of the preemptible consumers, moved
-through changes of the world, is what reading them all afresh gives, and
-the database is asked again only about the providers that changed."""
+"""engine.whatif.preemptible_current: what is kept of the preemptible
+consumers, moved through changes of the world, is what reading them all
+afresh gives, and the database is asked again only about the providers
+that changed."""
 
 from __future__ import annotations
 
 import random
 
-from allotment.engine import preemptible
+from allotment.engine import whatif
 from allotment.engine.live import LiveSnapshot
 from allotment.engine.records import Inventory, ProviderRecord
 from allotment.engine.whatif import Holding
@@ -46,7 +47,7 @@ def write(snap: LiveSnapshot, db: Database, consumer: str,
     snap.add_usage(deltas)
 
 
-def as_read(kept: preemptible.Preemptible) -> dict:
+def as_read(kept: whatif.Preemptible) -> dict:
     return {h.consumer: h.allocations for h in kept.holdings}
 
 
@@ -57,8 +58,8 @@ def test_kept_moves_with_the_world():
         consumer = f"c{rng.randrange(12)}"
         hosts = rng.sample(HOSTS, rng.randint(0, 2))
         write(snap, db, consumer, {h: {"VCPU": rng.randint(1, 4)} for h in hosts})
-        kept = preemptible.current(snap, section, db)
-        assert as_read(kept) == as_read(preemptible.given(snap, db(None)))
+        kept = whatif.preemptible_current(snap, section, db)
+        assert as_read(kept) == as_read(whatif.preemptible_given(snap, db(None)))
         assert {p: sorted(h.consumer for h in hs) for p, hs in kept.on_provider.items()} == {
             p: sorted(c for c, a in db.held.items() if p in a) for p in
             {p for a in db.held.values() for p in a}}
@@ -71,18 +72,18 @@ def test_only_changed_providers_are_read_again():
     snap, db, section = world(), Database(), {}
     write(snap, db, "a", {HOSTS[0]: {"VCPU": 2}, HOSTS[1]: {"VCPU": 1}})
     write(snap, db, "b", {HOSTS[2]: {"VCPU": 3}})
-    first = preemptible.current(snap, section, db)
+    first = whatif.preemptible_current(snap, section, db)
     assert db.asked == [None]
     # Nothing changed: the same, nothing asked.
-    assert preemptible.current(snap, section, db) is first
+    assert whatif.preemptible_current(snap, section, db) is first
     assert db.asked == [None]
     # b moves to host 3: hosts 2 and 3 are asked about, a is kept as it was.
     write(snap, db, "b", {HOSTS[3]: {"VCPU": 3}})
-    second = preemptible.current(snap, section, db)
+    second = whatif.preemptible_current(snap, section, db)
     assert db.asked[1:] == [sorted(HOSTS[2:4])]
     assert second.by_consumer["a"] is first.by_consumer["a"]
     assert second.by_consumer["b"].allocations == {HOSTS[3]: {"VCPU": 3}}
     # Another world (read again from scratch): everything is read again.
     other = world()
-    preemptible.current(other, section, db)
+    whatif.preemptible_current(other, section, db)
     assert db.asked[-1] is None
