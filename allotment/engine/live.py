@@ -185,34 +185,21 @@ class LiveSnapshot(Snapshot):
             self._records = tuple(self.record(i) for i in self.live_positions())
         return self._records
 
-    def without_usage(self, removed: Iterable[tuple[str, str, int]]) -> LiveSnapshot:
-        """This world as it would be were ``removed`` usage ((provider uuid,
-        class, amount) triples) not there, as a new snapshot: the topology is
-        shared, this one is left unchanged.  The providers concerned get new
-        revisions, so nothing kept of them as they are is taken for them as
-        they would be; the copy keeps its search answers apart (it lives for
-        one request).  Usage never goes below zero."""
+    def with_usage(self, changed: Mapping[str, dict[str, int]]) -> LiveSnapshot:
+        """This world with the usage of the providers in ``changed`` replaced,
+        as a new snapshot: the topology is shared, this one is left unchanged.
+        The providers concerned get new revisions, so nothing kept of them as
+        they are is taken for them as they would be; the copy keeps its
+        search answers apart (it lives for one request: engine.whatif)."""
         other = LiveSnapshot.__new__(LiveSnapshot)
         for cls in (Snapshot, LiveSnapshot):
             for name in cls.__slots__:
                 setattr(other, name, getattr(self, name))
-        used = other.used = dict(self.used)
+        other.used = {**self.used, **changed}
         revs = other._revs = list(self._revs)
         other._kept = kept.Store(other.__len__, other.root_count)
         other._records = None
-        copied: set[str] = set()
-        for uuid, rc, amount in removed:
-            per_rc = used.get(uuid)
-            if per_rc is None or not amount or rc not in per_rc:
-                continue
-            if uuid not in copied:
-                per_rc = used[uuid] = dict(per_rc)
-                copied.add(uuid)
-            left = per_rc[rc] - amount
-            if left > 0:
-                per_rc[rc] = left
-            else:
-                del per_rc[rc]
+        for uuid in changed:
             i = self.index.get(uuid)
             if i is not None:
                 revs[i] = _REVISIONS.take()

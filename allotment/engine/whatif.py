@@ -73,8 +73,22 @@ class WhatIf:
 
 
 def without(snap: LiveSnapshot, holdings: Iterable[Holding]) -> LiveSnapshot:
-    """``snap`` as it would be without the ``holdings``' allocations."""
-    return snap.without_usage(t for h in holdings for t in h.pairs())
+    """``snap`` as it would be without the ``holdings``' allocations (usage
+    never goes below zero)."""
+    changed: dict[str, dict[str, int]] = {}
+    for h in holdings:
+        for uuid, rc, amount in h.pairs():
+            per_rc = changed.get(uuid) or snap.used.get(uuid)
+            if per_rc is None or not amount or rc not in per_rc:
+                continue
+            if uuid not in changed:
+                per_rc = changed[uuid] = dict(per_rc)
+            left = per_rc[rc] - amount
+            if left > 0:
+                per_rc[rc] = left
+            else:
+                del per_rc[rc]
+    return snap.with_usage(changed)
 
 
 def shortfall(snap: Snapshot, cand: Candidate) -> dict[Pair, int]:
