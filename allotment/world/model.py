@@ -27,13 +27,20 @@ class Names:
 
     class_by_id: Mapping[int, str] = field(default_factory=dict)
     # Trait name -> id: summaries list traits in id order as Placement does
-    # (standard traits first, then custom ones in creation order).
+    # (standard traits first, then custom ones in creation order).  Its own
+    # order is the database's order of the names (storage.loader.trait_ids).
     trait_rank: Mapping[str, int] = field(default_factory=dict)
 
     classes: frozenset[str] = field(init=False, repr=False, compare=False)
+    # Trait name -> its place among the names as the database orders them
+    # (its collation, which Python's sort need not agree with): a
+    # provider's traits are listed in that order.
+    trait_order: Mapping[str, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "classes", frozenset(self.class_by_id.values()))
+        object.__setattr__(self, "trait_order",
+                           {name: i for i, name in enumerate(self.trait_rank)})
 
     def renames_classes_of(self, other: Names) -> bool:
         """Whether some class id kept in both is named differently here."""
