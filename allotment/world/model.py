@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime
 import logging
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from allotment.engine.codec import Codec
@@ -187,6 +187,18 @@ class World:
             ordered = sorted(self.stamps.items(), key=lambda item: item[1].id)
             self._creation_rank = {uuid: n for n, (uuid, _) in enumerate(ordered)}
         return self._creation_rank
+
+    def creation_key(self, count: int) -> Callable[[str], int]:
+        """A sort key putting ``count`` UUIDs in creation (id) order.
+
+        After a tree changed, the rank of every provider is gone; a listing
+        of one tree (every host's periodic refresh asks for one) sorts by
+        its providers' own ids instead of ranking the whole world again.
+        """
+        if self._creation_rank is None and count * 8 < len(self.stamps):
+            stamps = self.stamps
+            return lambda uuid: stamps[uuid].id
+        return self.creation_rank().__getitem__
 
     def root_uuids(self, root_ids: Iterable[int]) -> list[str]:
         """UUIDs of the providers with these ids that the world knows."""
