@@ -8,6 +8,7 @@ from allotment.api import body, rendering
 from allotment.api.resource import Resource, authorize, require_version, version
 from allotment.api.resource_providers import at_least
 from allotment.service import aggregates as service
+from allotment.service import provider_details
 from allotment.service import resource_providers as providers
 
 _LIST = {"type": "array", "items": {"type": "string", "format": "uuid"},
@@ -29,20 +30,26 @@ def put_schema(ver: tuple[int, int]) -> dict:
     return PUT_SCHEMA_1_19 if ver >= GENERATION_VERSION else PUT_SCHEMA_1_1
 
 
-def _send(req: falcon.Request, resp: falcon.Response, provider, aggregates: list[str]) -> None:
+def _send(req: falcon.Request, resp: falcon.Response, generation: int,
+          aggregates: list[str]) -> None:
     payload: dict = {"aggregates": aggregates}
     if at_least(req, GENERATION_VERSION):
-        payload["resource_provider_generation"] = provider.generation
+        payload["resource_provider_generation"] = generation
     # Membership changes carry no timestamp of their own: "now", as upstream.
     rendering.send_json(req, resp, payload)
 
 
 class ProviderAggregates(Resource):
+    world_reads = ("GET",)
+
     def on_get(self, req: falcon.Request, resp: falcon.Response, uuid: str) -> None:
         require_version(req, "1.1")
         authorize(req, "placement:resource_providers:aggregates:list")
-        provider, aggregates = service.get_aggregates(self.db, uuid)
-        _send(req, resp, provider, aggregates)
+        found = provider_details.aggregates(self.replica, uuid)
+        if found is None:
+            provider, aggregates = service.get_aggregates(self.db, uuid)
+            found = provider.generation, aggregates
+        _send(req, resp, *found)
 
     def on_put(self, req: falcon.Request, resp: falcon.Response, uuid: str) -> None:
         body.require_json(req)
@@ -56,4 +63,4 @@ class ProviderAggregates(Resource):
         else:
             aggregates, generation = data, None
         provider = service.set_aggregates(self.db, uuid, aggregates, generation=generation)
-        _send(req, resp, provider, aggregates)
+        _send(req, resp, provider.generation, aggregates)

@@ -11,6 +11,7 @@ from allotment.api import body, rendering
 from allotment.api.resource import Resource, authorize, require_version, set_location
 from allotment.api.resource_providers import at_least, provider_url
 from allotment.service import inventories as service
+from allotment.service import provider_details
 from allotment.service import resource_providers as providers
 from allotment.service.resource_providers import ProviderNotFound
 from allotment.storage.inventories import FIELDS, MAX_INT, MAX_RATIO
@@ -96,8 +97,20 @@ def _send_inventories(req: falcon.Request, resp: falcon.Response, provider,
 
 
 class Inventories(Resource):
+    world_reads = ("GET",)
+
     def on_get(self, req: falcon.Request, resp: falcon.Response, uuid: str) -> None:
         authorize(req, "placement:resource_providers:inventories:list")
+        # Before 1.15 the answer carries no Last-Modified, the one thing the
+        # world does not know of (the inventories' own timestamps).
+        found = (provider_details.inventories(self.replica, uuid)
+                 if not at_least(req, rendering.CACHE_HEADERS_VERSION) else None)
+        if found is not None:
+            generation, records = found
+            rendering.send_json(req, resp, {
+                "resource_provider_generation": generation, "inventories": records},
+                cache=False)
+            return
         try:
             provider, rows = service.list_inventories(self.db, uuid)
         except ProviderNotFound as exc:

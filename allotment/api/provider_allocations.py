@@ -10,7 +10,7 @@ from allotment.api.resource import Resource, authorize, version
 from allotment.service import allocations as service
 
 
-def render(provider, rows, want: tuple[int, int]) -> dict:
+def render(generation: int, rows, want: tuple[int, int]) -> dict:
     by_consumer: dict[str, dict] = {}
     for row in rows:
         entry = by_consumer.setdefault(row.consumer_uuid, {"resources": {}})
@@ -18,12 +18,12 @@ def render(provider, rows, want: tuple[int, int]) -> dict:
         if want >= (1, 28):
             entry["consumer_generation"] = row.consumer_generation
     return {"allocations": by_consumer,
-            "resource_provider_generation": provider.generation}
+            "resource_provider_generation": generation}
 
 
 class ProviderAllocations(Resource):
     def on_get(self, req: falcon.Request, resp: falcon.Response, uuid: str) -> None:
         authorize(req, "placement:resource_providers:allocations:list")
-        provider, rows = service.get_for_provider(self.db, uuid)
-        rendering.send_json(req, resp, render(provider, rows, version(req)),
+        generation, rows = service.get_for_provider(self.db, uuid)
+        rendering.send_json(req, resp, render(generation, rows, version(req)),
                             last_modified=last_modified(rows))

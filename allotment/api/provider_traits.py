@@ -6,7 +6,8 @@ import falcon
 
 from allotment import errors
 from allotment.api import body, rendering
-from allotment.api.resource import Resource, authorize, require_version
+from allotment.api.resource import Resource, authorize, require_version, version
+from allotment.service import provider_details
 from allotment.service import provider_traits as service
 from allotment.service.resource_providers import ProviderNotFound
 
@@ -30,9 +31,20 @@ def _send(req: falcon.Request, resp: falcon.Response, provider, rows) -> None:
 
 
 class ProviderTraits(Resource):
+    world_reads = ("GET",)
+
     def on_get(self, req: falcon.Request, resp: falcon.Response, uuid: str) -> None:
         require_version(req, "1.6")
         authorize(req, "placement:resource_providers:traits:list")
+        # Before 1.15 the answer carries no Last-Modified, the one thing the
+        # world does not know of (the traits' own timestamps).
+        found = (provider_details.traits(self.replica, uuid)
+                 if version(req) < rendering.CACHE_HEADERS_VERSION else None)
+        if found is not None:
+            generation, names = found
+            rendering.send_json(req, resp, {
+                "traits": names, "resource_provider_generation": generation})
+            return
         try:
             provider, rows = service.get_traits(self.db, uuid)
         except ProviderNotFound as exc:

@@ -286,12 +286,18 @@ def get_for_consumer(db: Database, consumer_uuid: str) -> list[Row]:
         return store.for_consumer(conn, consumer_uuid)
 
 
-def get_for_provider(db: Database, provider_uuid: str) -> tuple[Row, list[Row]]:
-    """The provider and every allocation against it."""
-    with db.read() as conn:
-        provider = resource_providers.get_by_uuid(conn, provider_uuid)
-        if provider is None:
-            raise errors.NotFound(
-                f"Resource provider '{provider_uuid}' not found: No resource "
-                f"provider with uuid {provider_uuid} found")
-        return provider, store.for_provider(conn, provider.id)
+def get_for_provider(db: Database, provider_uuid: str) -> tuple[int, list[Row]]:
+    """The provider's generation and every allocation against it.
+
+    One statement, outside a transaction (no BEGIN, no COMMIT): a host's
+    resource tracker asks this every period.
+    """
+    found = None
+    if resource_providers.storable(provider_uuid):
+        with db.autocommit() as conn:
+            found = store.provider_with_allocations(conn, provider_uuid)
+    if found is None:
+        raise errors.NotFound(
+            f"Resource provider '{provider_uuid}' not found: No resource "
+            f"provider with uuid {provider_uuid} found")
+    return found

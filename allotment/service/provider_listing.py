@@ -259,7 +259,7 @@ def _matching(world: World, filters) -> list[str]:
         if wanted and not snap.has_room(i, wanted):
             continue
         found.append(uuids[i])
-    found.sort(key=world.creation_rank().__getitem__)
+    found.sort(key=world.creation_key(len(found)))
     return found
 
 

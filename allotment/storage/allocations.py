@@ -80,6 +80,32 @@ def for_provider(conn: Connection, provider_id: int) -> list[Row]:
     return list(conn.execute(query))
 
 
+# A provider's generation and its allocations in one statement: the row of a
+# provider without allocations has NULLs for the rest.
+_PROVIDER_WITH_ALLOCATIONS = sa.select(
+    resource_providers.c.generation.label("provider_generation"),
+    consumers.c.uuid.label("consumer_uuid"),
+    consumers.c.generation.label("consumer_generation"),
+    resource_classes.c.name.label("resource_class"),
+    TABLE.c.used, TABLE.c.created_at, TABLE.c.updated_at,
+).select_from(
+    resource_providers.outerjoin(
+        TABLE.join(consumers, TABLE.c.consumer_id == consumers.c.uuid)
+        .join(resource_classes, TABLE.c.resource_class_id == resource_classes.c.id),
+        TABLE.c.resource_provider_id == resource_providers.c.id)
+).where(resource_providers.c.uuid == sa.bindparam("uuid")).order_by(TABLE.c.id)
+
+
+def provider_with_allocations(conn: Connection, uuid: str) -> tuple[int, list[Row]] | None:
+    """(generation, :func:`for_provider`'s rows) of the provider with this
+    UUID, or None if there is none: one statement, so one consistent
+    snapshot even outside a transaction."""
+    rows = list(direct.execute(conn, _PROVIDER_WITH_ALLOCATIONS, {"uuid": uuid}))
+    if not rows:
+        return None
+    return rows[0].provider_generation, [r for r in rows if r.consumer_uuid is not None]
+
+
 def of_consumers(conn: Connection, consumer_uuids: Iterable[str]) -> list[Row]:
     """Allocation rows (consumer_id, resource_provider_id, resource_class_id,
     resource_class, used) of some consumers; consumer_id is the UUID."""

@@ -208,7 +208,9 @@ def usage(conn: Connection, provider_ids: Iterable[int] | None = None
 
 
 _CLASSES = sa.select(resource_classes.c.id, resource_classes.c.name)
-_TRAIT_IDS = sa.select(traits.c.name, traits.c.id)
+# In the database's order of names: the world lists a provider's traits in
+# that order, as the tables do (storage.provider_traits).
+_TRAIT_IDS = sa.select(traits.c.name, traits.c.id).order_by(traits.c.name)
 
 
 def class_names(conn: Connection) -> dict[int, str]:
@@ -217,7 +219,7 @@ def class_names(conn: Connection) -> dict[int, str]:
 
 
 def trait_ids(conn: Connection) -> dict[str, int]:
-    """Every trait name with its id."""
+    """Every trait name with its id, in the database's order of names."""
     return dict(conn.execute(_TRAIT_IDS).all())
 
 

@@ -75,7 +75,7 @@ def rows_select() -> sa.Select:
     return _SELECT
 
 
-def _storable(uuid: object) -> bool:
+def storable(uuid: object) -> bool:
     """Whether ``uuid`` could be in the uuid column at all.
 
     Anything else (NUL bytes, 300 characters ...) cannot match, and some
@@ -86,7 +86,7 @@ def _storable(uuid: object) -> bool:
 
 def get_by_uuid(conn: Connection, uuid: str) -> Row | None:
     """The provider with this UUID, or None (also for malformed UUIDs)."""
-    if not _storable(uuid):
+    if not storable(uuid):
         return None
     return direct.execute(conn, _BY_UUID, {"uuid": uuid}).first()
 
@@ -97,7 +97,7 @@ def get_by_id(conn: Connection, provider_id: int) -> Row | None:
 
 def get_many_by_uuid(conn: Connection, uuids: Iterable[str]) -> dict[str, Row]:
     """Map each existing UUID among ``uuids`` to its row; unknown ones are absent."""
-    wanted = sorted({u for u in uuids if _storable(u)})
+    wanted = sorted({u for u in uuids if storable(u)})
     if not wanted:
         return {}
     rows = conn.execute(_BY_UUIDS, {"uuids": wanted})
@@ -268,7 +268,7 @@ def lock_many(conn: Connection, *, uuids: Iterable[str] = (),
     writers still lock in the same order.  SQLite writers are serial and
     need no row locks.
     """
-    wanted_uuids = sorted({u for u in uuids if _storable(u)})
+    wanted_uuids = sorted({u for u in uuids if storable(u)})
     wanted_ids = sorted(set(ids))
     if not wanted_uuids and not wanted_ids:
         return {}
@@ -318,7 +318,7 @@ def lock_by_uuid(conn: Connection, uuid: str) -> Row | None:
     in a statement that stays the same (so it is kept prepared)."""
     if conn.dialect.name != "postgresql":
         return next(iter(lock_many(conn, uuids=[uuid]).values()), None)
-    if not _storable(uuid):
+    if not storable(uuid):
         return None
     return direct.execute(conn, _LOCKED_BY_UUID, {"uuid": uuid}).first()
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime
 import logging
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from allotment.engine.codec import Codec
@@ -27,13 +27,20 @@ class Names:
 
     class_by_id: Mapping[int, str] = field(default_factory=dict)
     # Trait name -> id: summaries list traits in id order as Placement does
-    # (standard traits first, then custom ones in creation order).
+    # (standard traits first, then custom ones in creation order).  Its own
+    # order is the database's order of the names (storage.loader.trait_ids).
     trait_rank: Mapping[str, int] = field(default_factory=dict)
 
     classes: frozenset[str] = field(init=False, repr=False, compare=False)
+    # Trait name -> its place among the names as the database orders them
+    # (its collation, which Python's sort need not agree with): a
+    # provider's traits are listed in that order.
+    trait_order: Mapping[str, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "classes", frozenset(self.class_by_id.values()))
+        object.__setattr__(self, "trait_order",
+                           {name: i for i, name in enumerate(self.trait_rank)})
 
     def renames_classes_of(self, other: Names) -> bool:
         """Whether some class id kept in both is named differently here."""
@@ -209,6 +216,18 @@ class World:
             ordered = sorted(self.stamps.items(), key=lambda item: item[1].id)
             self._creation_rank = {uuid: n for n, (uuid, _) in enumerate(ordered)}
         return self._creation_rank
+
+    def creation_key(self, count: int) -> Callable[[str], int]:
+        """A sort key putting ``count`` UUIDs in creation (id) order.
+
+        After a tree changed, the rank of every provider is gone; a listing
+        of one tree (every host's periodic refresh asks for one) sorts by
+        its providers' own ids instead of ranking the whole world again.
+        """
+        if self._creation_rank is None and count * 8 < len(self.stamps):
+            stamps = self.stamps
+            return lambda uuid: stamps[uuid].id
+        return self.creation_rank().__getitem__
 
     def root_uuids(self, root_ids: Iterable[int]) -> list[str]:
         """UUIDs of the providers with these ids that the world knows."""

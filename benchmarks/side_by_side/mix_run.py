@@ -106,10 +106,32 @@ def _client_factory(url: str, timeout: float):
     return make
 
 
+def alone_scale(args, config: str) -> float:
+    """The report rate (a share of hosts/period) of ``config``'s reports alone:
+    its service's ``--report-alone-scale``, else ``--report-scale``."""
+    return args.report_alone_scale.get(CONFIGS[config][0], args.report_scale)
+
+
+def parse_scales(text: str) -> dict[str, float]:
+    """``SERVICE=SCALE[,SERVICE=SCALE]``: upstream=0.1,allotment=1."""
+    scales = {}
+    for part in text.split(","):
+        service, _, value = part.partition("=")
+        if service.strip() not in ("upstream", "allotment") or not value:
+            raise argparse.ArgumentTypeError(f"not SERVICE=SCALE: {part!r}")
+        scales[service.strip()] = float(value)
+    return scales
+
+
 def _report_alone(reports: reporting.Reporting, server, backend: Backend,
-                  database_url: str, args) -> reporting.Stats:
+                  database_url: str, args, scale: float) -> reporting.Stats:
     """The hosts' reports with nothing else running: their own cost per host-period."""
     stats = reporting.Stats()
+    if scale != reports.scale:
+        reports = reporting.Reporting(
+            reports.roots, period=reports.period, scale=scale,
+            change_share=reports.change_share, processes=reports.processes,
+            seed=reports.seed)
     api, db = cpu.Meter(cpu.gunicorn_pids(server)), backend.meter(database_url)
     api.start()
     if db:
@@ -185,7 +207,8 @@ def run_world(backend: Backend, shape: str, hosts: int, args,
     if args.reporters and args.report_alone > 0:
         for name in args.configs:
             section.alone[name] = _report_alone(section.reports[name], servers[name],
-                                                backend, urls[name], args)
+                                                backend, urls[name], args,
+                                                alone_scale(args, name))
     for name in args.configs:
         ledger = section.ledgers[name]
         # At 1.9 the usages are one sum, not split by consumer type.
@@ -230,6 +253,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--report-alone", type=float, default=15.0,
                         help="seconds of the reports alone after the rounds, for their "
                              "own CPU per host-period (0: skip)")
+    parser.add_argument("--report-alone-scale", type=parse_scales, default={},
+                        metavar="SERVICE=SCALE[,SERVICE=SCALE]",
+                        help="the reports alone at another rate per service (a share of "
+                             "hosts/period; default --report-scale), e.g. allotment=1 "
+                             "for nova's own rate where upstream keeps a scaled one")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--consumers-per-host", type=int, default=10,
                         help="consumers the SQL fill gives every host before the rounds")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from sqlalchemy import event
+
 from tests.api.allocation_helpers import claim, generation, make_provider, new_uuid
 
 
@@ -54,3 +56,37 @@ def test_needs_permission(api):
     rp = make_provider(api, VCPU=8)
     resp = api.get(f"/resource_providers/{rp}/allocations", token="someone")
     assert resp.status == 403
+
+
+def test_one_statement_and_no_transaction(api, db):
+    """A host's resource tracker asks this every period: the provider and
+    its allocations come in one statement, without BEGIN or COMMIT."""
+    rp = make_provider(api, VCPU=8)
+    consumer = new_uuid()
+    assert claim(api, consumer, rp, VCPU=2).status == 204
+    sent: list[str] = []
+    commits: list[object] = []
+
+    def record(conn, cursor, statement, parameters, context, executemany):
+        sent.append(statement)
+
+    def committed(conn):
+        commits.append(conn)
+
+    event.listen(db.engine, "before_cursor_execute", record)
+    event.listen(db.engine, "commit", committed)
+    try:
+        got = api.get(f"/resource_providers/{rp}/allocations", version="1.0")
+    finally:
+        event.remove(db.engine, "before_cursor_execute", record)
+        event.remove(db.engine, "commit", committed)
+    assert got.json == {"allocations": {consumer: {"resources": {"VCPU": 2}}},
+                        "resource_provider_generation": generation(api, rp)}
+    assert len([s for s in sent if "allocations" in s]) == 1
+    assert [s for s in sent if "allocations" not in s and "resource_providers" in s] == []
+    assert commits == []
+
+
+def test_malformed_uuid_is_404(api):
+    resp = api.get("/resource_providers/not%20a%20uuid/allocations")
+    assert resp.status == 404
