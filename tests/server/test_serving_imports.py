@@ -1,8 +1,9 @@
 """What a serving process carries: allotment-api's main process and its
-workers import only what serving uses.  Alembic (with Mako and Pygments)
-is needed only when the schema has to change, which a start on a database
-already at allotment's schema never does; every process that serves would
-otherwise keep it resident for its whole life."""
+workers import only what serving uses; every process that serves would
+otherwise keep it resident for its whole life.  Alembic (with Mako and
+Pygments) is needed only when the schema has to change, which a start on a
+database already at allotment's schema never does; psycopg only on
+PostgreSQL."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 
 from allotment.storage import migration
 
-_HEAVY = ("alembic", "mako", "pygments")
+_HEAVY = ("alembic", "mako", "pygments", "psycopg")
 
 # allotment-api's own start-up, up to the point where gunicorn would fork:
 # the main process's schema check and world, then what a worker does with
@@ -47,7 +48,8 @@ def _started(config: Path) -> list[str]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def test_a_server_on_a_current_database_never_imports_alembic(tmp_path):
+def test_a_server_on_a_current_sqlite_database_imports_neither_alembic_nor_psycopg(
+        tmp_path):
     config = _config(tmp_path)
     # The first start creates the schema, which takes Alembic.
     assert "alembic" in _started(config)
