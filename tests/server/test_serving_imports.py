@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import sqlalchemy as sa
+
 from allotment.storage import migration
 
 _HEAVY = ("alembic", "mako", "pygments", "psycopg")
@@ -19,17 +21,17 @@ _HEAVY = ("alembic", "mako", "pygments", "psycopg")
 # allotment-api's own start-up, up to the point where gunicorn would fork:
 # the main process's schema check and world, then what a worker does with
 # them (create_app), then the modules the process holds.
-_START = """
+_START = f"""
 import json, sys
 from allotment.cmd import api
 
 def run(self):
     self.load()
-    print(json.dumps(sorted(m for m in %r if m in sys.modules)))
+    print(json.dumps(sorted(m for m in {_HEAVY!r} if m in sys.modules)))
 
 api._Server.run = run
 api.main(["--config-file", sys.argv[1], "--workers", "1"])
-""" % (_HEAVY,)
+"""
 
 
 def _config(tmp_path: Path) -> Path:
@@ -58,6 +60,4 @@ def test_a_server_on_a_current_sqlite_database_imports_neither_alembic_nor_psyco
 
 
 def test_the_head_known_without_alembic_is_the_migrations_head():
-    import sqlalchemy as sa
-
-    assert migration.OWN_HEAD == migration.head_revision(sa.create_engine("sqlite://"))
+    assert migration.head_revision(sa.create_engine("sqlite://")) == migration.OWN_HEAD
