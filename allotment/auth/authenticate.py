@@ -15,29 +15,16 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from keystonemiddleware import auth_token
 from oslo_config import cfg
 from oslo_middleware import request_id
 
 from allotment import error_pages, errors
+from allotment.auth.public import WSGIApp, is_root
 from allotment.context import PolicyChecker, RequestContext
 
 LOG = logging.getLogger(__name__)
 
-WSGIApp = Callable[[dict, Callable], Iterable[bytes]]
-
 CONTEXT_KEY = "allotment.context"
-# The version document and the API description need no credentials.
-ROOT_PATHS = ("/", "", "/openapi.json")
-
-
-# The web view's sign-in page and its static assets hold no data.
-PUBLIC_PREFIXES = ("/ui/login", "/ui/logout", "/ui/static/", "/favicon.ico")
-
-
-def _is_root(environ: dict) -> bool:
-    path = environ.get("PATH_INFO", "")
-    return path in ROOT_PATHS or path.startswith(PUBLIC_PREFIXES)
 
 
 def unauthorized(
@@ -86,7 +73,7 @@ class NoAuthMiddleware:
         self.application = application
 
     def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
-        if _is_root(environ):
+        if is_root(environ):
             return self.application(environ, start_response)
         token = environ.get("HTTP_X_AUTH_TOKEN")
         if token is None:
@@ -108,39 +95,6 @@ class NoAuthMiddleware:
         return self.application(environ, start_response)
 
 
-def _without_unset_headers(application: WSGIApp) -> WSGIApp:
-    """``application``, handed an environ without None-valued headers.
-
-    auth_token sets the headers a token does not fill (the system scope of a
-    project token, the domain of a project-scoped one ...) to None in the
-    environ, where PEP 3333 allows only strings; header parsers that expect
-    strings fail on them.  A None header is an absent one.
-    """
-
-    def app(environ: dict, start_response: Callable) -> Iterable[bytes]:
-        for key in [k for k, v in environ.items() if v is None and k.startswith("HTTP_")]:
-            del environ[key]
-        return application(environ, start_response)
-
-    return app
-
-
-class KeystoneAuthMiddleware(auth_token.AuthProtocol):
-    """keystonemiddleware's auth_token, except for the root document."""
-
-    def __init__(self, application: WSGIApp, conf: cfg.ConfigOpts) -> None:
-        self._unauthenticated_app = application
-        # Options come from the [keystone_authtoken] group of our own
-        # ConfigOpts, not the global one.
-        super().__init__(_without_unset_headers(application),
-                         {"oslo_config_config": conf})
-
-    def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
-        if _is_root(environ):
-            return self._unauthenticated_app(environ, start_response)
-        return super().__call__(environ, start_response)
-
-
 class ContextMiddleware:
     """Build the :class:`RequestContext` and put it in the environ.
 
@@ -159,7 +113,7 @@ class ContextMiddleware:
             request_id=environ.get(request_id.ENV_REQUEST_ID),
             policy=self.policy,
         )
-        if ctx.user_id is None and not _is_root(environ):
+        if ctx.user_id is None and not is_root(environ):
             LOG.debug("Neither X_USER_ID nor X_USER found in request")
             return unauthorized(environ, start_response,
                                 "The request carries no user identity.")
@@ -172,4 +126,9 @@ def wrap(app: WSGIApp, conf: cfg.ConfigOpts, policy: PolicyChecker) -> WSGIApp:
     inner = ContextMiddleware(app, policy)
     if conf.api.auth_strategy == "noauth2":
         return NoAuthMiddleware(inner)
+    # Imported only here: keystonemiddleware (with keystoneauth, oslo.cache,
+    # keystoneclient) would otherwise be resident in every process of a
+    # server that never asks Keystone.
+    from allotment.auth.keystone import KeystoneAuthMiddleware
+
     return KeystoneAuthMiddleware(inner, conf)

@@ -24,6 +24,11 @@ def prepare_database(db: Database, conf) -> None:
     server databases only with ``[placement_database] sync_on_startup``, as
     upstream does, so that schema changes stay an operator's decision.
     """
+    if migration.at_head(db.engine):
+        # The usual start: nothing to migrate or refuse, and no Alembic
+        # imported into a process that serves.
+        sync_standards(db)
+        return
     found = migration.state(db.engine)
     # Taking over upstream Placement's database is the operator's decision
     # (after a backup): a start never does it by itself, even on SQLite.

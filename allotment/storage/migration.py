@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Engine
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 from allotment.storage import foreign, legacy, tables
 
@@ -40,6 +40,10 @@ UPSTREAM_OLDER = ("b4ed3a175331", "611cd6dffd7b", "b5c396305c25", "422ece571366"
 # allotment's own schema before it became upstream's (see storage/legacy.py),
 # versioned in alembic_version.
 LEGACY = ("0001", "0002", "0003", "0004")
+# allotment's last revision (migrations/versions/; a test holds the two
+# together): a database already there is told apart without Alembic, which
+# (with Mako and Pygments) a serving process would otherwise carry for good.
+OWN_HEAD = "allotment_0002"
 UPSTREAM_VERSIONS = "alembic_version"
 OWN_VERSIONS = "allotment_version"
 
@@ -50,6 +54,8 @@ class SchemaError(Exception):
 
 
 def alembic_config(engine: Engine, *, upstream: bool = False) -> Config:
+    from alembic.config import Config
+
     cfg = Config()
     where = "upstream_schema" if upstream else "migrations"
     cfg.set_main_option("script_location", os.path.join(_HERE, where))
@@ -59,6 +65,8 @@ def alembic_config(engine: Engine, *, upstream: bool = False) -> Config:
 
 
 def _revision(conn, version_table: str) -> str | None:
+    from alembic.runtime.migration import MigrationContext
+
     return MigrationContext.configure(
         conn, opts={"version_table": version_table}).get_current_revision()
 
@@ -70,6 +78,8 @@ def current_revision(engine: Engine) -> str | None:
 
 
 def head_revision(engine: Engine) -> str | None:
+    from alembic.script import ScriptDirectory
+
     return ScriptDirectory.from_config(alembic_config(engine)).get_current_head()
 
 
@@ -119,6 +129,8 @@ def check(engine: Engine) -> State:
             "version: it is neither upstream Placement's nor allotment's. Point "
             "[placement_database] connection at Placement's database, or at an empty "
             "one. Nothing was changed.")
+    from alembic.script import ScriptDirectory
+
     known = {rev.revision for rev in
              ScriptDirectory.from_config(alembic_config(engine)).walk_revisions()}
     if revision != UPSTREAM_HEAD or (found.own is not None and found.own not in known):
@@ -156,6 +168,8 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
 
     :raises SchemaError: the database is not one this can migrate.
     """
+    from alembic import command
+
     found = check(engine)
     if found.upstream in LEGACY:
         legacy.convert(engine, lambda conn: _create_upstream(engine, conn))
@@ -172,10 +186,29 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
 
 def _create_upstream(engine: Engine, conn) -> None:
     """Upstream's tables, on ``conn`` (inside the caller's transaction)."""
+    from alembic import command
+
     conn.exec_driver_sql(f"DELETE FROM {UPSTREAM_VERSIONS}")
     cfg = alembic_config(engine, upstream=True)
     cfg.attributes["connection"] = conn
     command.upgrade(cfg, UPSTREAM_HEAD)
+
+
+def at_head(engine: Engine) -> bool:
+    """Whether the database is allotment's at its last revision, undamaged
+    and with its triggers in place: nothing :func:`upgrade` would change and
+    nothing :func:`check` refuses, told with SQL alone (no Alembic)."""
+    with engine.connect() as conn:
+        present = set(sa.inspect(conn).get_table_names())
+        if not {UPSTREAM_VERSIONS, OWN_VERSIONS} <= present:
+            return False
+        for table, head in ((UPSTREAM_VERSIONS, UPSTREAM_HEAD), (OWN_VERSIONS, OWN_HEAD)):
+            rows = conn.exec_driver_sql(f"SELECT version_num FROM {table}").all()
+            if [tuple(row) for row in rows] != [(head,)]:
+                return False
+        if not triggers_complete(conn):
+            return False
+    return not _damage(engine)
 
 
 def triggers_complete(conn) -> bool:
@@ -189,6 +222,8 @@ def hand_back(engine: Engine) -> None:
 
     :raises SchemaError: the database is not one allotment serves.
     """
+    from alembic import command
+
     found = check(engine)
     if found.empty or found.upstream in LEGACY:
         raise SchemaError(
@@ -267,6 +302,9 @@ def stamp_upstream(engine: Engine, revision: str) -> None:
     :raises SchemaError: ``revision`` is not one of upstream's (nothing is
         written).
     """
+    from alembic import command
+    from alembic.script import ScriptDirectory
+
     cfg = alembic_config(engine, upstream=True)
     script = ScriptDirectory.from_config(cfg)
     try:

@@ -36,7 +36,6 @@ import time
 from typing import Any
 
 import sqlalchemy as sa
-from psycopg import pq
 from sqlalchemy.engine import Engine
 
 from allotment.storage.feed import Position
@@ -246,7 +245,7 @@ class FeedProbe(_OwnConnection):
         return self._answer(self._pgconn.exec_prepared(PREPARED_PROBE, []), position)
 
     def _answer(self, result: Any, position: Position) -> bool:
-        if result is None or result.status != pq.ExecStatus.TUPLES_OK:
+        if result is None or result.status != self._tuples_ok:
             message = b"no answer" if result is None else result.error_message
             raise RuntimeError(message.decode(errors="replace"))
         if self._pgconn.get_result() is not None:  # the end of an asked question
@@ -266,6 +265,13 @@ class FeedProbe(_OwnConnection):
         fairy.detach()
         self._engine.dialect.set_isolation_level(fairy.dbapi_connection, "AUTOCOMMIT")
         self._pgconn = _prepared_libpq(fairy.dbapi_connection)
+        if self._pgconn is not None:
+            # psycopg is imported only here, where a PostgreSQL connection
+            # already brought it: on other databases every process of a
+            # server would otherwise hold it (and its libpq) for nothing.
+            from psycopg import pq
+
+            self._tuples_ok = pq.ExecStatus.TUPLES_OK
         return fairy
 
     def _close(self) -> None:
@@ -288,6 +294,8 @@ def _prepared_libpq(dbapi_connection: Any) -> Any:
     pgconn = getattr(dbapi_connection, "pgconn", None)
     if pgconn is None:
         return None
+    from psycopg import pq
+
     result = pgconn.prepare(PREPARED_PROBE, _probe_sql("postgresql").encode())
     if result.status != pq.ExecStatus.COMMAND_OK:
         raise RuntimeError(result.error_message.decode(errors="replace"))

@@ -12,7 +12,7 @@ from oslo_middleware import request_id
 from allotment import auth, errors
 from allotment import conf as allotment_conf
 from allotment.auth import authenticate as middleware
-from allotment.auth import policies
+from allotment.auth import keystone, policies
 from allotment.auth.policy import Policy
 from allotment.context import RequestContext
 from tests.harness.keystone import FakeKeystone
@@ -219,7 +219,7 @@ def test_keystone_strategy_builds_auth_token_from_conf(tmp_path) -> None:
     config_file.write_text("[api]\nauth_strategy = keystone\n" + KEYSTONE_CONF)
     conf = allotment_conf.load(config_files=[str(config_file)])
     app = auth.wrap(Recorder(), conf, Policy(conf))
-    assert isinstance(app, middleware.KeystoneAuthMiddleware)
+    assert isinstance(app, keystone.KeystoneAuthMiddleware)
     # auth_token registered its options on this app's ConfigOpts and read
     # the [keystone_authtoken] section from its file.
     assert conf.keystone_authtoken.www_authenticate_uri == KEYSTONE_URI
