@@ -68,7 +68,7 @@ def inventories(replica: Replica, uuid: str) -> tuple[int, dict[str, dict]] | No
             return None
         snap = world.snapshot
         inventory = snap.inventory[i] or {}
-        ids = {name: cid for cid, name in world.names.class_by_id.items()}
+        ids = world.names.class_id
         if not all(rc in ids for rc in inventory):
             return None
         return snap.generation_of(i), {

@@ -158,7 +158,7 @@ def list_with_details(replica: Replica, filters, shape: Hashable,
         snap = world.snapshot
         views = world.memo("provider_view")
         kept = world.memo("provider_detail")
-        ids = {name: cid for cid, name in world.names.class_by_id.items()}
+        ids = world.names.class_id
         out = []
         for uuid in _matching(world, filters):
             view = _view(world, snap, uuid, views)
@@ -277,7 +277,7 @@ def usages(replica: Replica, uuid: str) -> tuple[int, dict[str, int]] | None:
         if i is None:
             return None
         used = snap.used.get(uuid, {})
-        ids = {name: cid for cid, name in world.names.class_by_id.items()}
+        ids = world.names.class_id
         # In class id order, as upstream lists them.
         return snap.generation_of(i), {
             rc: used.get(rc, 0)

@@ -36,9 +36,13 @@ class Names:
     # (its collation, which Python's sort need not agree with): a
     # provider's traits are listed in that order.
     trait_order: Mapping[str, int] = field(init=False, repr=False, compare=False)
+    # Class name -> id: a provider's inventories are listed in id order.
+    class_id: Mapping[str, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "classes", frozenset(self.class_by_id.values()))
+        object.__setattr__(self, "class_id",
+                           {name: cid for cid, name in self.class_by_id.items()})
+        object.__setattr__(self, "classes", frozenset(self.class_id))
         object.__setattr__(self, "trait_order",
                            {name: i for i, name in enumerate(self.trait_rank)})
 
