@@ -5,6 +5,7 @@ from __future__ import annotations
 from sqlalchemy import event
 
 from tests.api.allocation_helpers import claim, generation, make_provider, new_uuid
+from tests.harness.statements import recording
 
 
 def test_unknown_provider_is_404(api):
@@ -64,21 +65,16 @@ def test_one_statement_and_no_transaction(api, db):
     rp = make_provider(api, VCPU=8)
     consumer = new_uuid()
     assert claim(api, consumer, rp, VCPU=2).status == 204
-    sent: list[str] = []
     commits: list[object] = []
-
-    def record(conn, cursor, statement, parameters, context, executemany):
-        sent.append(statement)
 
     def committed(conn):
         commits.append(conn)
 
-    event.listen(db.engine, "before_cursor_execute", record)
     event.listen(db.engine, "commit", committed)
     try:
-        got = api.get(f"/resource_providers/{rp}/allocations", version="1.0")
+        with recording(db.engine) as sent:
+            got = api.get(f"/resource_providers/{rp}/allocations", version="1.0")
     finally:
-        event.remove(db.engine, "before_cursor_execute", record)
         event.remove(db.engine, "commit", committed)
     assert got.json == {"allocations": {consumer: {"resources": {"VCPU": 2}}},
                         "resource_provider_generation": generation(api, rp)}

@@ -8,13 +8,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from sqlalchemy import event
 
 from allotment.service import aggregates as aggregate_service
 from allotment.service import inventories as inventory_service
 from allotment.service import provider_traits as trait_service
 from allotment.storage.inventories import FIELDS
 from tests.api.test_resource_providers import create, new_uuid
+from tests.harness.statements import recording
 
 AGGREGATES = sorted([new_uuid(), new_uuid(), new_uuid()])
 # Custom names an underscore-ignoring collation orders differently from
@@ -43,16 +43,8 @@ def rp(api) -> str:
 @pytest.fixture
 def statements(db) -> Iterator[list[str]]:
     """Every statement the service's engine sends while the test runs."""
-    sent: list[str] = []
-
-    def record(conn, cursor, statement, parameters, context, executemany):
-        sent.append(" ".join(statement.split()))
-
-    event.listen(db.engine, "before_cursor_execute", record)
-    try:
+    with recording(db.engine) as sent:
         yield sent
-    finally:
-        event.remove(db.engine, "before_cursor_execute", record)
 
 
 READS = [("traits", "1.6"), ("aggregates", "1.19"), ("aggregates", "1.1"),

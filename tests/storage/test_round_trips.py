@@ -24,21 +24,14 @@ from allotment.storage import db as db_mod
 from allotment.storage import direct, names
 from allotment.storage import inventories as inventory_store
 from allotment.storage import resource_providers as store
+from tests.harness.statements import recording
 
 
 @pytest.fixture
 def sent(db) -> Iterator[list[str]]:
     """Every statement sent while the test runs, as sent."""
-    texts: list[str] = []
-
-    def record(conn, cursor, statement, parameters, context, executemany):
-        texts.append(" ".join(statement.split()))
-
-    event.listen(db.engine, "before_cursor_execute", record)
-    try:
-        yield texts
-    finally:
-        event.remove(db.engine, "before_cursor_execute", record)
+    with recording(db.engine) as sent:
+        yield sent
 
 
 @pytest.fixture
