@@ -242,8 +242,8 @@ def preemptible_world(source: Source, ext: ExtendedRequest, snap: LiveSnapshot,
     consumers are ignored: that world is made for one request)."""
     read = ext.preemptible
     real = source.snapshot
-    kept = (whatif.preemptible_given(real, read) if isinstance(read, tuple | list)
-            else whatif.preemptible_current(real, source.cache.section("preemptible"), read))
+    kept = (read if isinstance(read, whatif.Preemptible)
+            else whatif.preemptible_given(real, read))
     if not ext.ignored:
         return kept.wide(), kept.on_provider, kept.evictions
     skip = {h.consumer for h in ext.ignored}

@@ -40,7 +40,7 @@ from allotment.engine.packed import Packed, Packer
 from allotment.engine.plan import READY
 from allotment.engine.request import AllocationCandidatesRequest, SearchGroup
 from allotment.engine.snapshot import CAPACITY, MAX_UNIT, MIN_UNIT, STEP_SIZE, Snapshot
-from allotment.engine.whatif import Holding, Reader
+from allotment.engine.whatif import Holding, Preemptible
 
 
 @dataclass(frozen=True)
@@ -58,10 +58,10 @@ class ExtendedRequest:
     can_split: frozenset[str] = frozenset()
     # Consumers whose allocations the answer is worked out without, and
     # with preemption the consumers that may be removed (None: no
-    # preemption): as they are, or read (and kept in the world) by a
-    # Reader; see engine.whatif.  The search never sees them.
+    # preemption): as they are, or as the world keeps them; see
+    # engine.whatif.  The search never sees them.
     ignored: tuple[Holding, ...] = ()
-    preemptible: tuple[Holding, ...] | Reader | None = None
+    preemptible: tuple[Holding, ...] | Preemptible | None = None
 
     def __post_init__(self) -> None:
         known = {g.suffix for g in self.base.groups if g.suffix}

@@ -3,7 +3,8 @@
 :func:`answer` takes the typed question the API read from the request
 (:class:`Question`) and hands back one typed result (:class:`Found`): the
 consumers a what-if question names, read from the database
-(docs/extensions/ignore-consumers.md, preempt.md), the engine's answer
+(docs/extensions/ignore-consumers.md, preempt.md; the preemptible ones
+kept in the world, allotment.world.preemptible), the engine's answer
 (``allotment.engine.answer``) and, when asked, the headroom
 (``allotment.engine.headroom``).
 
@@ -16,21 +17,20 @@ feed that finds nothing new -- and held still while the engine looks at it.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection, Hashable, Iterable, Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple, Unpack
-
-from sqlalchemy.engine import Row
+from typing import NamedTuple
 
 from allotment import errors, telemetry
 from allotment.engine import headroom as engine_headroom
 from allotment.engine import whatif
-from allotment.engine.answer import Answer, Options, UnknownName, preemptible_world
+from allotment.engine.answer import Answer, UnknownName, preemptible_world
 from allotment.engine.answer import answer as engine_answer
 from allotment.engine.extensions import ExtendedRequest
 from allotment.engine.request import AllocationCandidatesRequest
 from allotment.storage import holdings as store
 from allotment.storage.db import Database
+from allotment.world import preemptible
 from allotment.world.sync import Replica
 
 UNKNOWN_CONSUMER = "allotment.consumer.unknown"
@@ -104,60 +104,35 @@ def answer(db: Database, replica: Replica, question: Question) -> Found:
     that do not exist, in the order Placement checks them.
     """
     request = question.request
-    if question.ignore_consumers or question.preempt:
-        request = dataclasses.replace(
-            request,
-            ignored=consumers(db, question.ignore_consumers) if question.ignore_consumers
-            else (),
-            preemptible=preemptible(db, question.preemptible_types) if question.preempt
-            else None)
-    found = find(replica, request, max_candidates=question.max_candidates,
-                 strategy=question.strategy, randomize=question.randomize,
-                 explain_limit=question.explain_limit, packed=question.packed,
-                 encoded_as=question.encoded_as)
-    # An answer comes encoded for plain requests only, and headroom is an
-    # extension: an encoded answer never has any.
-    room = compute(replica, request) if question.headroom else None
-    return Found(found, room)
-
-
-def find(replica: Replica, request: AllocationCandidatesRequest | ExtendedRequest,
-         **options: Unpack[Options]) -> Answer:
-    """The engine's answer to ``request`` (see ``engine.answer.answer`` for
-    the ``options``) over the world as it stands now."""
+    ignored = consumers(db, question.ignore_consumers) if question.ignore_consumers else ()
+    # One state of the world for the candidates and the headroom alike.
     with replica.current() as world:
+        if ignored or question.preempt:
+            request = dataclasses.replace(
+                request, ignored=ignored,
+                preemptible=preemptible.current(world, db, question.preemptible_types)
+                if question.preempt else None)
         try:
-            found = engine_answer(world, request, **options)
+            found = engine_answer(
+                world, request, max_candidates=question.max_candidates,
+                strategy=question.strategy, randomize=question.randomize,
+                explain_limit=question.explain_limit, packed=question.packed,
+                encoded_as=question.encoded_as)
         except UnknownName as exc:
             raise errors.BadRequest(str(exc)) from None
+        # An answer comes encoded for plain requests only, and headroom is
+        # an extension: an encoded answer never has any.
+        room = of_world(world, request) if question.headroom else None
     if found.kept_hits:
         telemetry.metrics().kept_hits.inc(found.kept_hits)
-    return found
-
-
-# ---------------------------------------------------------------------------
-# Who holds what, for the what-if extensions: the consumers' allocations read
-# from the database, as the engine takes them (engine.whatif.Holding).
-
-
-def _holdings(rows: Iterable[Row]) -> list[whatif.Holding]:
-    found: dict[str, tuple[Row, dict[str, dict[str, int]]]] = {}
-    for row in rows:
-        entry = found.get(row.consumer_uuid)
-        if entry is None:
-            entry = found[row.consumer_uuid] = (row, {})
-        if row.provider_uuid is not None:
-            entry[1].setdefault(row.provider_uuid, {})[row.resource_class] = int(row.used)
-    return [whatif.Holding(uuid, allocs, int(row.consumer_generation), row.project_id,
-                           row.user_id, row.consumer_type)
-            for uuid, (row, allocs) in found.items()]
+    return Found(found, room)
 
 
 def consumers(db: Database, uuids: Sequence[str]) -> tuple[whatif.Holding, ...]:
     """What each consumer holds, in the order given; 400 naming the
     consumers that do not exist."""
     with db.read() as conn:
-        held = {h.consumer: h for h in _holdings(store.of_consumers(conn, uuids))}
+        held = {h.consumer: h for h in preemptible.holdings(store.of_consumers(conn, uuids))}
     unknown = sorted({u for u in uuids if u not in held})
     if unknown:
         raise errors.BadRequest(
@@ -166,41 +141,9 @@ def consumers(db: Database, uuids: Sequence[str]) -> tuple[whatif.Holding, ...]:
     return tuple(held[u] for u in dict.fromkeys(uuids))
 
 
-class PreemptibleReader:
-    """Reads the consumers of the preemptible types for the engine, which
-    keeps them in the world and asks again only about providers whose
-    usage moved (engine.whatif.current)."""
-
-    def __init__(self, db: Database, types: Sequence[str]) -> None:
-        self.db = db
-        self.types = tuple(sorted(set(types)))
-        self.key = ("preemptible", self.types)
-
-    def __call__(self, providers: Collection[str] | None) -> list[whatif.Holding]:
-        """Every consumer of one of the types that holds something, or
-        (``providers``) those holding something on one of them."""
-        if not self.types or (providers is not None and not providers):
-            return []
-        with self.db.read() as conn:
-            rows = (store.of_consumer_types(conn, self.types) if providers is None
-                    else store.of_consumer_types_on(conn, self.types, providers))
-            return _holdings(rows)
-
-
-def preemptible(db: Database, types: Sequence[str]) -> PreemptibleReader:
-    """The preemptible consumers of ``types``, read as the engine needs them."""
-    return PreemptibleReader(db, types)
-
-
 # ---------------------------------------------------------------------------
 # How many more instances of a request fit (engine.headroom), with the names
 # renderers show.
-
-
-def compute(replica: Replica, request: AllocationCandidatesRequest | ExtendedRequest,
-            ) -> Headroom:
-    with replica.current() as world:
-        return of_world(world, request)
 
 
 def _trees(world) -> engine_headroom.Trees:
@@ -215,7 +158,8 @@ def _trees(world) -> engine_headroom.Trees:
 
 def of_world(world, request: AllocationCandidatesRequest | ExtendedRequest,
              *, with_hosts: bool = True) -> Headroom:
-    """:func:`compute` over a world the caller already holds.  The count is
+    """How many more instances of ``request`` fit in ``world`` (held still
+    by the caller), with the names renderers show.  The count is
     kept in the world, per request, and moved to the next state of the
     world by counting again only the trees that changed.  ``with_hosts``
     false leaves ``hosts`` empty (naming every host costs)."""

@@ -101,18 +101,18 @@ def test_counts_are_kept_and_only_changed_trees_counted_again(app, api, monkeypa
     request = parse_allocation_candidates_query([("resources", "VCPU:2,DISK_GB:10")],
                                                 (1, 39))
     replica = app.runtime.replica
-    first = service.compute(replica, request)
+    first = service.compute_many(replica, {"": request})[""]
     searched = []
     search = engine._candidates
     monkeypatch.setattr(engine, "_candidates",
                         lambda plan, places, r: searched.append(r) or search(plan, places, r))
-    assert service.compute(replica, request) == first
+    assert service.compute_many(replica, {"": request})[""] == first
     assert searched == []  # nothing changed: the kept count is the answer
     w.use("cn3", {"VCPU": 4})
-    after = service.compute(replica, request)
+    after = service.compute_many(replica, {"": request})[""]
     assert len(searched) == 1  # cn3's tree alone
     assert {h.name: h.count for h in after.hosts}["cn3"] == 6
     assert after.total == first.total - 2
     with replica.current() as world:
         world.memo(("headroom", repr(request))).clear()
-    assert service.compute(replica, request) == after  # counted afresh: the same
+    assert service.compute_many(replica, {"": request})[""] == after  # counted afresh: the same

@@ -1,4 +1,4 @@
-"""engine.whatif.preemptible_current: what is kept of the preemptible
+"""world.preemptible.brought_up: what is kept of the preemptible
 consumers, moved through changes of the world, is what reading them all
 afresh gives, and the database is asked again only about the providers
 that changed."""
@@ -11,6 +11,7 @@ from allotment.engine import whatif
 from allotment.engine.live import LiveSnapshot
 from allotment.engine.records import Inventory, ProviderRecord
 from allotment.engine.whatif import Holding
+from allotment.world.preemptible import brought_up
 
 HOSTS = [f"00000000-0000-0000-0000-{n:012d}" for n in range(6)]
 
@@ -58,7 +59,7 @@ def test_kept_moves_with_the_world():
         consumer = f"c{rng.randrange(12)}"
         hosts = rng.sample(HOSTS, rng.randint(0, 2))
         write(snap, db, consumer, {h: {"VCPU": rng.randint(1, 4)} for h in hosts})
-        kept = whatif.preemptible_current(snap, section, db)
+        kept = brought_up(snap, section, db.key, db)
         assert as_read(kept) == as_read(whatif.preemptible_given(snap, db(None)))
         assert {p: sorted(h.consumer for h in hs) for p, hs in kept.on_provider.items()} == {
             p: sorted(c for c, a in db.held.items() if p in a) for p in
@@ -72,18 +73,18 @@ def test_only_changed_providers_are_read_again():
     snap, db, section = world(), Database(), {}
     write(snap, db, "a", {HOSTS[0]: {"VCPU": 2}, HOSTS[1]: {"VCPU": 1}})
     write(snap, db, "b", {HOSTS[2]: {"VCPU": 3}})
-    first = whatif.preemptible_current(snap, section, db)
+    first = brought_up(snap, section, db.key, db)
     assert db.asked == [None]
     # Nothing changed: the same, nothing asked.
-    assert whatif.preemptible_current(snap, section, db) is first
+    assert brought_up(snap, section, db.key, db) is first
     assert db.asked == [None]
     # b moves to host 3: hosts 2 and 3 are asked about, a is kept as it was.
     write(snap, db, "b", {HOSTS[3]: {"VCPU": 3}})
-    second = whatif.preemptible_current(snap, section, db)
+    second = brought_up(snap, section, db.key, db)
     assert db.asked[1:] == [sorted(HOSTS[2:4])]
     assert second.by_consumer["a"] is first.by_consumer["a"]
     assert second.by_consumer["b"].allocations == {HOSTS[3]: {"VCPU": 3}}
     # Another world (read again from scratch): everything is read again.
     other = world()
-    whatif.preemptible_current(other, section, db)
+    brought_up(other, section, db.key, db)
     assert db.asked[-1] is None
