@@ -274,16 +274,7 @@ class ProviderTree:
 
     def update_traits(self, name_or_uuid: str, traits: Iterable[str],
                       generation: int | None = None) -> bool:
-        with self.lock:
-            node = self._get(name_or_uuid)
-            if generation is not None:
-                self.update_generation(node.uuid, generation)
-            new = set(traits)
-            if new == node.traits:
-                return False
-            node.traits = new
-            self._touch()
-            return True
+        return self._replace_set(name_or_uuid, "traits", traits, generation)
 
     def add_traits(self, name_or_uuid: str, *traits: str) -> None:
         with self.lock:
@@ -305,14 +296,20 @@ class ProviderTree:
 
     def update_aggregates(self, name_or_uuid: str, aggregates: Iterable[str],
                           generation: int | None = None) -> bool:
+        return self._replace_set(name_or_uuid, "aggregates", aggregates, generation)
+
+    def _replace_set(self, name_or_uuid: str, field: str, values: Iterable[str],
+                     generation: int | None) -> bool:
+        """A provider's traits or aggregates replaced by ``values``;
+        whether they changed (the generation is taken either way)."""
         with self.lock:
             node = self._get(name_or_uuid)
             if generation is not None:
                 self.update_generation(node.uuid, generation)
-            new = set(aggregates)
-            if new == node.aggregates:
+            new = set(values)
+            if new == getattr(node, field):
                 return False
-            node.aggregates = new
+            setattr(node, field, new)
             self._touch()
             return True
 
