@@ -26,6 +26,7 @@ from allotment.api.candidates_codec import (
 )
 from allotment.api.candidates_query import read_standard_query, typed_request
 from allotment.api.resource import Resource, authorize, require_version, version
+from allotment.engine.answer import Answer
 from allotment.engine.packed import Packed
 from allotment.engine.request import AllocationCandidatesRequest
 from allotment.service import allocation_candidates as service
@@ -100,14 +101,13 @@ class AllocationCandidates(Resource):
         return CandidatesQuery(question, want, cache_headers, None)
 
 
-def write(resp: falcon.Response, asked: CandidatesQuery, found: service.Found) -> None:
-    """Write the answer ``found`` to ``asked``."""
-    answer = found.answer
+def write(resp: falcon.Response, asked: CandidatesQuery, answer: Answer) -> None:
+    """Write ``answer`` to ``asked``."""
     if answer.encoded is not None:
         telemetry.metrics().candidates.observe(len(answer.encoded.requests))
         data = assembled_body(answer.encoded.requests, answer.encoded.summaries)
     else:
         telemetry.metrics().candidates.observe(
             sum(c.count if isinstance(c, Packed) else 1 for c in answer.candidates))
-        data = rendering.dumps(answer_body(found, asked.want, asked.shown))
+        data = rendering.dumps(answer_body(answer, asked.want, asked.shown))
     rendering.write_json(resp, data, cache_headers=asked.cache_headers)

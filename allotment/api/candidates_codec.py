@@ -22,7 +22,6 @@ from allotment.engine.answer import Answer
 from allotment.engine.packed import Packed
 from allotment.engine.search import Candidate
 from allotment.engine.whatif import WhatIf
-from allotment.service.allocation_candidates import Found
 
 # Where the response grows, by microversion.
 DICT_REQUESTS = (1, 12)
@@ -147,12 +146,11 @@ def encoded_request(cand: Candidate | Packed, want: tuple[int, int],
     return fragment
 
 
-def answer_body(found: Found, want: tuple[int, int],
+def answer_body(answer: Answer, want: tuple[int, int],
                 requested: frozenset[str] | None) -> dict:
     """The answer's document at microversion ``want``, but for answers the
     engine hands over encoded (see :func:`assembled_body`);
     ``requested``: the classes summaries show, None for all."""
-    answer = found.answer
     # One section per shape of allocation request.
     encoded = ({} if answer.cache is None else answer.cache.section(
         ("encoded-request", want >= DICT_REQUESTS, want >= MAPPINGS)))
@@ -166,8 +164,8 @@ def answer_body(found: Found, want: tuple[int, int],
     }
     if answer.explanation is not None:
         body["explanation"] = answer.explanation.as_dict()
-    if found.headroom is not None:
-        body["headroom"] = found.headroom.as_dict()
+    if answer.headroom is not None:
+        body["headroom"] = answer.headroom.as_dict()
     return body
 
 

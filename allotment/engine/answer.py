@@ -8,7 +8,7 @@ candidates and the summaries of the providers around them as typed values
 (below), the search (engine.search, engine.extensions), a
 limited answer kept tree by tree (engine.rounds), the summaries
 (engine.summaries) and, when asked, why trees yield nothing
-(engine.explain).
+(engine.explain) and how many more instances fit (engine.headroom_answer).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from allotment.engine import extensions, rounds, search, whatif
 from allotment.engine.codec import Codec
 from allotment.engine.explain import Explanation, explain
 from allotment.engine.extensions import ExtendedRequest
+from allotment.engine.headroom_answer import HeadroomAnswer, headroom_of
 from allotment.engine.live import LiveSnapshot
 from allotment.engine.packed import Packed
 from allotment.engine.plan import Group
@@ -85,6 +86,8 @@ class Answer:
     kept_hits: int = 0
     # Per candidate, for a request about another world (engine.whatif).
     what_if: list[whatif.WhatIf] | None = None
+    # Only when asked for (an extension, see docs/extensions/headroom.md).
+    headroom: HeadroomAnswer | None = None
 
 
 EMPTY = Answer([], [])
@@ -100,6 +103,7 @@ class Options(TypedDict, total=False):
     explain_limit: int | None
     packed: bool
     encoded_as: Hashable | None
+    headroom: bool
 
 
 def answer(
@@ -113,6 +117,7 @@ def answer(
     explain_limit: int | None = None,
     packed: bool = False,
     encoded_as: Hashable | None = None,
+    headroom: bool = False,
 ) -> Answer:
     """Candidates for ``request`` over ``source`` and the summaries of the
     providers around them.
@@ -126,8 +131,22 @@ def answer(
     kept: with ``packed`` a tree whose whole answer is kept packed by the
     source's codec may stand in the candidates as one :class:`Packed`; with
     ``encoded_as`` (a shape of answer the codec writes) an answer kept tree
-    by tree comes encoded in that shape.
+    by tree comes encoded in that shape.  With ``headroom`` the answer also
+    says how many more instances of the request fit
+    (engine.headroom_answer), in the same state of the world.
     """
+    found = _candidates(source, request, max_candidates=max_candidates, strategy=strategy,
+                        randomize=randomize, rng=rng, explain_limit=explain_limit,
+                        packed=packed, encoded_as=encoded_as)
+    if headroom:
+        found = dataclasses.replace(found, headroom=headroom_of(source, request))
+    return found
+
+
+def _candidates(source: Source, request: AllocationCandidatesRequest | ExtendedRequest, *,
+                max_candidates: int, strategy: str, randomize: bool,
+                rng: random.Random | None, explain_limit: int | None, packed: bool,
+                encoded_as: Hashable | None) -> Answer:
     plain = not isinstance(request, ExtendedRequest)
     ext = extensions.extend(request)
     if not plain and ext.is_what_if:
@@ -185,7 +204,8 @@ def _what_if(source: Source, ext: ExtendedRequest, *, max_candidates: int, strat
     preempt = ext.preemptible is not None
     wide = snap
     if preempt:
-        wide, on_provider, evictions = preemptible_world(source, ext, snap)
+        wide, on_provider, evictions = whatif.preemptible_world(
+            real, ignored, ext.preemptible, snap)
     if nothing_to_search(wide, wanted, names.classes, names.trait_rank):
         if explain_limit is None:
             return Answer([], [], what_if=[])
@@ -231,24 +251,6 @@ def _what_if(source: Source, ext: ExtendedRequest, *, max_candidates: int, strat
     summaries, by_tree = kept_summaries(snap, source.cache.section, names.trait_rank,
                                         source.names_version, used, trees)
     return Answer(candidates, summaries, explanation, by_tree, source.cache, what_if=notes)
-
-
-def preemptible_world(source: Source, ext: ExtendedRequest, snap: LiveSnapshot,
-                      ) -> tuple[LiveSnapshot, Mapping[str, list[whatif.Holding]], dict | None]:
-    """The world ``snap`` (the source's, without the ignored consumers)
-    without any preemptible consumer, the preemptible consumers that may be
-    evicted on each provider (every one but the ignored), and where the
-    eviction sets of this state of the world are kept (None: nowhere, when
-    consumers are ignored: that world is made for one request)."""
-    read = ext.preemptible
-    real = source.snapshot
-    kept = (read if isinstance(read, whatif.Preemptible)
-            else whatif.preemptible_given(real, read))
-    if not ext.ignored:
-        return kept.wide(), kept.on_provider, kept.evictions
-    skip = {h.consumer for h in ext.ignored}
-    victims = [h for h in kept.holdings if h.consumer not in skip]
-    return whatif.without(snap, victims), whatif.by_provider(victims), None
 
 
 def _kept_eviction_set(evictions: dict, snap: LiveSnapshot, cand: search.Candidate,

@@ -237,3 +237,20 @@ def preemptible_of(snap: LiveSnapshot, by_consumer: Mapping[str, Holding],
 def preemptible_given(snap: LiveSnapshot, holdings: Sequence[Holding]) -> Preemptible:
     """Preemptible consumers handed in as they are (kept nowhere)."""
     return preemptible_of(snap, {h.consumer: h for h in holdings}, snap.touch_mark())
+
+
+def preemptible_world(real: LiveSnapshot, ignored: Sequence[Holding],
+                      preemptible: Preemptible | Sequence[Holding], snap: LiveSnapshot,
+                      ) -> tuple[LiveSnapshot, Mapping[str, list[Holding]], dict | None]:
+    """The world ``snap`` (``real`` without the ``ignored`` consumers)
+    without any preemptible consumer, the preemptible consumers that may be
+    evicted on each provider (every one but the ignored), and where the
+    eviction sets of this state of the world are kept (None: nowhere, when
+    consumers are ignored: that world is made for one request)."""
+    kept = (preemptible if isinstance(preemptible, Preemptible)
+            else preemptible_given(real, preemptible))
+    if not ignored:
+        return kept.wide(), kept.on_provider, kept.evictions
+    skip = {h.consumer for h in ignored}
+    victims = [h for h in kept.holdings if h.consumer not in skip]
+    return without(snap, victims), by_provider(victims), None
