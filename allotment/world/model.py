@@ -16,6 +16,7 @@ from allotment.engine.live import LiveSnapshot
 from allotment.engine.snapshot import Inventory, ProviderRecord
 from allotment.storage.cursor import Changes
 from allotment.storage.loader import LoadedProvider
+from allotment.world import compaction
 from allotment.world.cache import Cache
 
 LOG = logging.getLogger(__name__)
@@ -64,6 +65,11 @@ class Stamp:
     root_id: int
     created_at: datetime.datetime | None
     updated_at: datetime.datetime | None
+
+    def __reduce__(self) -> tuple:
+        # Pickled (world.compaction) as its four fields: the slotted
+        # dataclass's own state functions cost several times more a stamp.
+        return Stamp, (self.id, self.root_id, self.created_at, self.updated_at)
 
 
 # Interned inventory objects: most providers of a cloud share a few.
@@ -183,6 +189,30 @@ class World:
         self.snapshot = LiveSnapshot.build(records_of(loaded))
         self._remember(loaded)
         self.snapshot.add_usage(self._usage_deltas(usage))
+
+    # What :meth:`compact` makes again besides the snapshot.
+    _KEPT = ("stamps", "uuid_of_id", "by_name", "damaged")
+
+    def compact(self) -> None:
+        """Make what the world keeps again, next to each other, once what
+        reading it left behind is gone (see world.compaction): for a
+        process that forks others, which map all of its pages."""
+        snap = self.snapshot
+        parts = [[getattr(self, name) for name in self._KEPT], snap.take_contents()]
+        for name in self._KEPT:
+            setattr(self, name, None)
+        self._creation_rank = None
+        try:
+            mine, snapshots = compaction.remade(parts)
+        except Exception:
+            if not parts:
+                raise  # the originals are gone: the caller reads the world again
+            # Not picklable (nothing the world keeps today): kept as it was.
+            LOG.warning("The world could not be compacted", exc_info=True)
+            mine, snapshots = parts
+        for name, value in zip(self._KEPT, mine, strict=True):
+            setattr(self, name, value)
+        snap.put_contents(snapshots)
 
     def _remember(self, loaded: Mapping[int, LoadedProvider]) -> None:
         # A root's id as the int object its own row gave (the same value

@@ -135,6 +135,19 @@ class Replica:
         if changes is RELOAD or not self.world.apply(changes):
             self.rebuild()
 
+    def compact(self) -> None:
+        """Make the world's objects again next to each other (see
+        world.compaction): in a process that forks others, once read."""
+        with self.lock:
+            if self.world is None:
+                return
+            try:
+                self.world.compact()
+            except BaseException:
+                # Half made again: never served; the next request reads it all.
+                self.world = None
+                raise
+
     def rebuild(self) -> None:
         """Read the whole world, and where the feed stands, in one snapshot."""
         with self.lock:
