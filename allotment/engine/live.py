@@ -117,24 +117,6 @@ class LiveSnapshot(Snapshot):
         assert n == len(self.uuids)
         return self
 
-    # What :meth:`take_contents` hands out: every slot but the kept answers
-    # and the touch log, which refer to the snapshot itself.
-    _CONTENTS = tuple(name for name in (*Snapshot.__slots__, *__slots__)
-                      if name not in ("_kept", "_log"))
-
-    def take_contents(self) -> list:
-        """Everything this snapshot holds, as a list its :meth:`put_contents`
-        takes back; the snapshot holds none of it in between (see
-        world.compaction, which makes it again)."""
-        contents = [getattr(self, name) for name in self._CONTENTS]
-        for name in self._CONTENTS:
-            setattr(self, name, None)
-        return contents
-
-    def put_contents(self, contents: list) -> None:
-        for name, value in zip(self._CONTENTS, contents, strict=True):
-            setattr(self, name, value)
-
     @classmethod
     def empty(cls) -> LiveSnapshot:
         return cls.build(())

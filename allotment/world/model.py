@@ -11,6 +11,7 @@ import logging
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 
+from allotment.engine import contents
 from allotment.engine.codec import Codec
 from allotment.engine.live import LiveSnapshot
 from allotment.engine.snapshot import Inventory, ProviderRecord
@@ -180,7 +181,7 @@ class World:
         reading it left behind is gone (see world.compaction): for a
         process that forks others, which map all of its pages."""
         snap = self.snapshot
-        parts = [[getattr(self, name) for name in self._KEPT], snap.take_contents()]
+        parts = [[getattr(self, name) for name in self._KEPT], contents.take(snap)]
         for name in self._KEPT:
             setattr(self, name, None)
         self._creation_rank = None
@@ -194,7 +195,7 @@ class World:
             mine, snapshots = parts
         for name, value in zip(self._KEPT, mine, strict=True):
             setattr(self, name, value)
-        snap.put_contents(snapshots)
+        contents.put(snap, snapshots)
 
     def _remember(self, loaded: Mapping[int, LoadedProvider]) -> None:
         # A root's id as the int object its own row gave (the same value
