@@ -5,14 +5,15 @@ lists a snapshot is built from) for every object it keeps, and the kept
 ones end up scattered among them.  Python's allocator gives a 1 MB arena
 back only when nothing in it lives, and never gives back the pages of a
 free pool inside an arena still in use: at 10,000 NUMA hosts a process
-held about 130 MB more after reading its world, for about 65 MB of
-objects.  allotment-api's main process reads the world before it forks
-its workers, so every worker maps all of it.
+held 104 MB more after reading its world, about half of it free space.
+allotment-api's main process reads the world before it forks its
+workers, so every worker maps all of it.
 
 :func:`remade` copies the kept objects through ``pickle`` once the load's
 short-lived ones are gone: the copies are made one after the other, into
 as few arenas as they fill, and the arenas the originals were scattered
-over are freed with them (85 MB after instead of 130 MB, measured).
+over are freed with them (48 MB more than before the world was read,
+instead of 104 MB, measured).
 Objects shared by several structures stay shared (pickle's memo), and
 so do ints, which pickle would otherwise make once per occurrence (the
 snapshot's indexes share one int object per position, see engine.live).

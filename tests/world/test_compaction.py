@@ -151,3 +151,34 @@ def test_compaction_gives_back_the_arenas_a_load_scattered_the_world_over():
                          check=True, capture_output=True, text=True).stdout
     before, after = map(int, out.split())
     assert after < before * 0.75, (before, after)
+
+
+def test_a_world_lost_while_made_again_is_read_anew(db, monkeypatch):
+    from allotment.service import resource_providers as provider_service
+    from allotment.world import compaction
+    from allotment.world.sync import Replica
+
+    provider_service.create_provider(db, name="host", parent_uuid=None)
+    replica = Replica(db)
+    replica.catch_up()
+    world = replica.world
+
+    def refuse(parts):
+        raise TypeError("cannot pickle")
+
+    # Refused before anything was let go: the world stays as it was.
+    monkeypatch.setattr(compaction, "remade", refuse)
+    replica.compact()
+    assert replica.world is world and world.by_name.keys() == {"host"}
+    assert len(world.snapshot) == 1 and len(world.stamps) == 1
+
+    def lose(parts):
+        parts.clear()
+        raise MemoryError
+
+    # Failed once the originals were gone: not served, read anew.
+    monkeypatch.setattr(compaction, "remade", lose)
+    replica.compact()
+    assert replica.world is None
+    with replica.current() as again:
+        assert again.by_name.keys() == {"host"} and replica.rebuilds == 2
