@@ -168,6 +168,9 @@ def main(argv: list[str] | None = None) -> int:
     # read are this process's own, kept apart from its workers'.
     world = setup.load_world(database) if conf.allotment.shared_world else None
     if world is not None:
+        # Every worker maps this process's pages: the world's objects made
+        # again next to each other, without the holes reading it left.
+        world.compact()
         database.dispose()
         # Imported once here rather than in every worker: a worker started
         # in place of one that exited serves the sooner.

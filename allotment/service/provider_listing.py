@@ -66,13 +66,13 @@ def _view(world: World, snap: LiveSnapshot, uuid: str,
         return found
     revision = (uuid, rev)
     i = snap.index[uuid]
-    stamp = world.stamps[uuid]
+    stamps = world.stamps
     p = snap.parent[i]
     view = memo[uuid] = ProviderView(
         uuid=uuid, name=snap.name_of(i), generation=snap.generation_of(i),
         parent_provider_uuid=None if p == -1 else snap.uuids[p],
         root_provider_uuid=snap.uuids[snap.root[i]],
-        created_at=stamp.created_at, updated_at=stamp.updated_at, revision=revision)
+        created_at=stamps.created_at[i], updated_at=stamps.updated_at[i], revision=revision)
     return view
 
 

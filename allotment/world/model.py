@@ -11,12 +11,15 @@ import logging
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 
+from allotment.engine import contents
 from allotment.engine.codec import Codec
 from allotment.engine.live import LiveSnapshot
 from allotment.engine.snapshot import Inventory, ProviderRecord
 from allotment.storage.cursor import Changes
 from allotment.storage.loader import LoadedProvider
+from allotment.world import compaction
 from allotment.world.cache import Cache
+from allotment.world.stamps import Stamp, Stamps
 
 LOG = logging.getLogger(__name__)
 
@@ -50,20 +53,6 @@ class Names:
         """Whether some class id kept in both is named differently here."""
         return any(other.class_by_id.get(cid, name) != name
                    for cid, name in self.class_by_id.items())
-
-
-@dataclass(frozen=True, slots=True)
-class Stamp:
-    """What listings say about a provider besides what the engine keeps.
-
-    Slotted: the world keeps one per provider, and an instance without a
-    ``__dict__`` is about half the size (10,000 NUMA hosts: 90,000 of them).
-    """
-
-    id: int
-    root_id: int
-    created_at: datetime.datetime | None
-    updated_at: datetime.datetime | None
 
 
 # Interned inventory objects: most providers of a cloud share a few.
@@ -165,7 +154,6 @@ class World:
         self.names_version = 0
         # What services and renderers make of providers (see world.cache).
         self.cache = Cache(lambda: len(self.snapshot))
-        self.stamps: dict[str, Stamp] = {}
         self.uuid_of_id: dict[int, str] = {}
         # Provider names are unique: name -> UUID.
         self.by_name: dict[str, str] = {}
@@ -181,18 +169,48 @@ class World:
         # own between them (a page with one live object in it stays
         # resident, and is mapped by every worker).
         self.snapshot = LiveSnapshot.build(records_of(loaded))
+        self.stamps = Stamps(self.snapshot.index)
         self._remember(loaded)
         self.snapshot.add_usage(self._usage_deltas(usage))
+
+    # What :meth:`compact` makes again besides the snapshot.
+    _KEPT = ("stamps", "uuid_of_id", "by_name", "damaged")
+
+    def compact(self) -> None:
+        """Make what the world keeps again, next to each other, once what
+        reading it left behind is gone (see world.compaction): for a
+        process that forks others, which map all of its pages."""
+        snap = self.snapshot
+        parts = [[getattr(self, name) for name in self._KEPT], contents.take(snap)]
+        for name in self._KEPT:
+            setattr(self, name, None)
+        self._creation_rank = None
+        try:
+            mine, snapshots = compaction.remade(parts)
+        except Exception:
+            if not parts:
+                raise  # the originals are gone: the caller reads the world again
+            # Not picklable (nothing the world keeps today): kept as it was.
+            LOG.warning("The world could not be compacted", exc_info=True)
+            mine, snapshots = parts
+        for name, value in zip(self._KEPT, mine, strict=True):
+            setattr(self, name, value)
+        contents.put(snap, snapshots)
 
     def _remember(self, loaded: Mapping[int, LoadedProvider]) -> None:
         # A root's id as the int object its own row gave (the same value
         # read as root_provider_id is another object per provider).
         ids = {pid: pid for pid in loaded}
+        # Each time as one object: rows give a datetime each, and providers
+        # made together (a host with its NUMA nodes) often share their times.
+        times: dict = {None: None}
+        at = times.setdefault
         for pid, p in loaded.items():
             self.uuid_of_id[pid] = p.uuid
             self.by_name[p.name] = p.uuid
             self.stamps[p.uuid] = Stamp(pid, ids.get(p.root_id, p.root_id),
-                                        p.created_at, p.updated_at)
+                                        at(p.created_at, p.created_at),
+                                        at(p.updated_at, p.updated_at))
 
     def _usage_deltas(self, deltas: Iterable[tuple[int, int, int]]
                       ) -> Iterable[tuple[str, str, int]]:
@@ -217,8 +235,8 @@ class World:
     def creation_rank(self) -> dict[str, int]:
         """UUID -> rank of the provider in creation (id) order."""
         if self._creation_rank is None:
-            ordered = sorted(self.stamps.items(), key=lambda item: item[1].id)
-            self._creation_rank = {uuid: n for n, (uuid, _) in enumerate(ordered)}
+            ordered = sorted(self.stamps, key=self.stamps.id_of)
+            self._creation_rank = {uuid: n for n, uuid in enumerate(ordered)}
         return self._creation_rank
 
     def creation_key(self, count: int) -> Callable[[str], int]:
@@ -229,8 +247,7 @@ class World:
         its providers' own ids instead of ranking the whole world again.
         """
         if self._creation_rank is None and count * 8 < len(self.stamps):
-            stamps = self.stamps
-            return lambda uuid: stamps[uuid].id
+            return self.stamps.id_of
         return self.creation_rank().__getitem__
 
     def root_uuids(self, root_ids: Iterable[int]) -> list[str]:
@@ -256,13 +273,12 @@ class World:
             i = snap.index.get(uuid)
             if i is not None and self.by_name.get(snap.name_of(i)) == uuid:
                 del self.by_name[snap.name_of(i)]
-        snap.replace_trees(old_roots, records_of(loaded))
-        self._creation_rank = None
+        # The ids of the providers that go, while the snapshot still holds them.
         kept = {p.uuid for p in loaded.values()}
         for uuid in before - kept:
-            stamp = self.stamps.pop(uuid, None)
-            if stamp is not None:
-                self.uuid_of_id.pop(stamp.id, None)
+            self.uuid_of_id.pop(self.stamps.id_of(uuid), None)
+        snap.replace_trees(old_roots, records_of(loaded))
+        self._creation_rank = None
         self._remember(loaded)
 
     def apply(self, changes: Changes) -> bool:
@@ -325,6 +341,4 @@ class World:
             if uuid is None:
                 continue
             self.snapshot.set_generation(uuid, generation)
-            stamp = self.stamps[uuid]
-            if stamp.updated_at is None or when > stamp.updated_at:
-                self.stamps[uuid] = Stamp(stamp.id, stamp.root_id, stamp.created_at, when)
+            self.stamps.touch(uuid, when)

@@ -12,6 +12,7 @@ process to reload), is the whole world read.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,6 +23,8 @@ from allotment.storage.cursor import RELOAD, FeedCursor, Gap
 from allotment.storage.db import Database
 from allotment.storage.feed import Position
 from allotment.world.model import Names, World
+
+LOG = logging.getLogger(__name__)
 
 
 class Replica:
@@ -134,6 +137,21 @@ class Replica:
         changes = self.cursor.advance(self.world.uuid_of_id.get)
         if changes is RELOAD or not self.world.apply(changes):
             self.rebuild()
+
+    def compact(self) -> None:
+        """Make the world's objects again next to each other (see
+        world.compaction): in a process that forks others, once read."""
+        with self.lock:
+            if self.world is None:
+                return
+            try:
+                self.world.compact()
+            except Exception:
+                # Half made again: never served; the next look (before a
+                # fork, or a request) reads it all.
+                LOG.warning("The world could not be made again; it is read anew",
+                            exc_info=True)
+                self.world = None
 
     def rebuild(self) -> None:
         """Read the whole world, and where the feed stands, in one snapshot."""
