@@ -338,6 +338,8 @@ def _reopen_trigger(engine: Engine, name: str) -> None:
         LOG.warning("Could not create trigger %s again: %s", name or "(unnamed)", exc.orig)
 
 
+_REPEATABLE_READ = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ"
+
 # On SQLite an allotment write holds this row while it runs, so that the
 # triggers reporting other writers' changes leave it alone (storage/foreign.py);
 # writers are serial, so nobody else ever sees it.
@@ -372,13 +374,16 @@ class Database:
     @contextmanager
     def read(self) -> Iterator[Connection]:
         """A read-only transaction that sees one consistent snapshot."""
-        options: dict = {}
-        if self.backend in ("postgresql", "mysql"):
-            options["isolation_level"] = "REPEATABLE READ"
         with _failures_as_unavailable(self.engine), self.engine.connect() as conn:
-            if options:
-                conn = conn.execution_options(**options)
+            if self.backend == "postgresql":
+                conn = conn.execution_options(isolation_level="REPEATABLE READ")
             with conn.begin():
+                if self.backend == "mysql":
+                    # For this transaction only, which the next statement
+                    # begins: SQLAlchemy's isolation level would set the
+                    # session's and set it back, each with a COMMIT, four
+                    # round trips where this is one.
+                    direct.execute_sql(conn, _REPEATABLE_READ)
                 yield conn
 
     @contextmanager

@@ -243,6 +243,35 @@ def test_mysql_checks_a_pooled_connection_without_a_round_trip(db):
     assert "PING" not in commands
 
 
+def test_a_read_on_mysql_keeps_its_snapshot_in_two_round_trips_of_its_own(db):
+    """REPEATABLE READ for the read's transaction only: one statement asks
+    for it, and the COMMIT and the pool's ROLLBACK end it; a row another
+    connection commits meanwhile is not seen."""
+    if db.backend != "mysql":
+        pytest.skip("MySQL's reads set their isolation level by a statement")
+    rp = provider_service.create_provider(db, name="snapshot", uuid=_uuid())
+    with db.read() as conn:  # a pooled connection made
+        store.get_by_uuid(conn, rp.uuid)
+    other = sa.create_engine(db.engine.url, poolclass=sa.pool.NullPool)
+    try:
+        with other.connect() as writer, mysql_commands() as commands, db.read() as conn:
+            before = store.get_by_uuid(conn, rp.uuid).generation
+            writer.exec_driver_sql(
+                "UPDATE resource_providers SET generation = generation + 1 "
+                f"WHERE uuid = '{rp.uuid}'")
+            writer.commit()
+            assert store.get_by_uuid(conn, rp.uuid).generation == before
+    finally:
+        other.dispose()
+    # From the read's first command (the pool may have made a connection
+    # for it first, with its own session settings).
+    asked = commands.index("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+    assert _first_words(commands[asked:]) == [
+        "SET", "SELECT", "UPDATE", "COMMIT", "SELECT", "COMMIT", "ROLLBACK"], commands
+    with db.read() as conn:
+        assert store.get_by_uuid(conn, rp.uuid).generation == before + 1
+
+
 def _tree_of_three(db) -> list:
     """A host, a NUMA node under it and a device under that, with inventory."""
     rows, parent = [], None
