@@ -11,6 +11,7 @@ import datetime
 import logging
 import os
 import select
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -68,7 +69,16 @@ def normalise_url(url: str) -> str:
     return url
 
 
-def create_engine(url: str, *, conf=None) -> Engine:
+# The URL and configuration each engine was made from, for the engine of
+# autocommit reads made alongside it (see Database.autocommit).
+_MADE_FROM: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def create_engine(url: str, *, conf=None, autocommit: bool = False) -> Engine:
+    """The engine for ``url``; with ``autocommit``, one whose connections
+    are in autocommit mode from the start and stay so (Database.autocommit
+    on MySQL)."""
+    made_from = (url, conf)
     url = normalise_url(url)
     backend = sa.engine.make_url(url).get_backend_name()
     kwargs: dict = {"future": True}
@@ -81,10 +91,9 @@ def create_engine(url: str, *, conf=None) -> Engine:
                                   "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
     else:
         # A connection that died with a restarted server is found out (and
-        # the pool emptied of its kind) before a request uses it: on MySQL
-        # by a round trip, on PostgreSQL by looking at its socket (see
-        # _setup_postgresql).
-        kwargs["pool_pre_ping"] = backend == "mysql"
+        # the pool emptied of its kind) before a request uses it by looking
+        # at its socket, not by a round trip (see _check_sockets).
+        kwargs["pool_pre_ping"] = False
         connect_timeout, statement_timeout = CONNECT_TIMEOUT, STATEMENT_TIMEOUT
         if conf is not None:
             connect_timeout = conf.allotment.database_connect_timeout
@@ -104,16 +113,40 @@ def create_engine(url: str, *, conf=None) -> Engine:
         # InnoDB's default REPEATABLE READ fixed at the first read.  Reads
         # ask for REPEATABLE READ themselves (see Database.read).
         kwargs["isolation_level"] = "READ COMMITTED"
+    if autocommit:
+        kwargs["isolation_level"] = "AUTOCOMMIT"
+        # A connection in autocommit mode holds no transaction to end: the
+        # pool's ROLLBACK on its return would be a round trip for nothing.
+        kwargs["pool_reset_on_return"] = None
     engine = sa.create_engine(url, **kwargs)
+    _MADE_FROM[engine] = made_from
     if backend == "sqlite":
         synchronous = db_conf.sqlite_synchronous if db_conf is not None else True
         _setup_sqlite(engine, synchronous=synchronous)
     elif backend == "mysql":
         mode = db_conf.mysql_sql_mode if db_conf is not None else "TRADITIONAL"
         _setup_mysql(engine, mode, statement_timeout)
+        _check_sockets(engine)
     elif backend == "postgresql":
-        _setup_postgresql(engine)
+        _check_sockets(engine)
     return engine
+
+
+def autocommit_engine(engine: Engine) -> Engine | None:
+    """An engine of autocommit connections made as ``engine`` was (same
+    URL, configuration and session settings), on MySQL; None elsewhere.
+
+    On MySQL switching a pooled connection to autocommit and back costs
+    five round trips of its own (SET AUTOCOMMIT twice, the isolation level
+    set again and committed, the pool's ROLLBACK) around a read of one;
+    connections that stay in autocommit mode need none of them.  On
+    PostgreSQL psycopg switches without a word to the server, and SQLite
+    needs nothing (Database.autocommit).
+    """
+    if engine.url.get_backend_name() != "mysql" or engine not in _MADE_FROM:
+        return None
+    url, conf = _MADE_FROM[engine]
+    return create_engine(url, conf=conf, autocommit=True)
 
 
 def _timeouts(backend: str, connect: int, statement: int) -> dict:
@@ -173,7 +206,7 @@ def _setup_sqlite(engine: Engine, *, synchronous: bool) -> None:
                            else "BEGIN")
 
 
-def _setup_postgresql(engine: Engine) -> None:
+def _check_sockets(engine: Engine) -> None:
     @event.listens_for(engine, "checkout")
     def _on_checkout(dbapi_conn, _record, _proxy):
         if not idle_connection_alive(dbapi_conn):
@@ -183,24 +216,38 @@ def _setup_postgresql(engine: Engine) -> None:
 
 
 def idle_connection_alive(dbapi_conn) -> bool:
-    """Whether an idle psycopg connection is still usable, without a round trip.
+    """Whether an idle psycopg or PyMySQL connection is still usable,
+    without a round trip.
 
     Nothing arrives on an idle connection unless the server is ending it
-    (it was restarted, shut down, or the session was terminated: a FATAL
-    error, then end of file), so a socket with anything to read, or none at
-    all, means a dead connection.  A server that vanished without a word
-    looks alive here, as it does to a ping until the ping times out; the
-    request then fails as it would have, with a 503.
+    (it was restarted, shut down, or the session was terminated or timed
+    out: an error, then end of file), so a socket with anything to read, or
+    none at all, means a dead connection.  A server that vanished without a
+    word looks alive here, as it does to a ping until the ping times out;
+    the request then fails as it would have, with a 503.
     """
-    if dbapi_conn.closed or dbapi_conn.broken:
-        return False
-    try:
-        fd = dbapi_conn.pgconn.socket
-    except Exception:
+    fd = _socket_of(dbapi_conn)
+    if fd is None:
         return False
     poller = select.poll()
     poller.register(fd, select.POLLIN | select.POLLPRI)
     return not poller.poll(0)
+
+
+def _socket_of(dbapi_conn) -> int | None:
+    """The file descriptor of an open connection's socket; None if closed."""
+    try:
+        pgconn = getattr(dbapi_conn, "pgconn", None)
+        if pgconn is not None:  # psycopg
+            if dbapi_conn.closed or dbapi_conn.broken:
+                return None
+            return pgconn.socket
+        # PyMySQL: its socket is None once closed.  Its reads are buffered,
+        # but a connection at rest has read every answer to its end.
+        sock = dbapi_conn._sock
+        return None if sock is None else sock.fileno()
+    except Exception:
+        return None
 
 
 def _setup_mysql(engine: Engine, mode: str, statement_timeout: int) -> None:
@@ -291,6 +338,8 @@ def _reopen_trigger(engine: Engine, name: str) -> None:
         LOG.warning("Could not create trigger %s again: %s", name or "(unnamed)", exc.orig)
 
 
+_REPEATABLE_READ = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ"
+
 # On SQLite an allotment write holds this row while it runs, so that the
 # triggers reporting other writers' changes leave it alone (storage/foreign.py);
 # writers are serial, so nobody else ever sees it.
@@ -310,6 +359,9 @@ class Database:
         self.engine = engine
         self.backend = engine.url.get_backend_name()
         self.feed_retention = feed_retention
+        # Autocommit reads' own connections, where switching costs round
+        # trips (MySQL; see autocommit_engine); else the engine's.
+        self.autocommit_engine = autocommit_engine(engine)
         self.watch = watch.CommitWatch(engine)
         self.probe = watch.FeedProbe(engine)
 
@@ -322,13 +374,16 @@ class Database:
     @contextmanager
     def read(self) -> Iterator[Connection]:
         """A read-only transaction that sees one consistent snapshot."""
-        options: dict = {}
-        if self.backend in ("postgresql", "mysql"):
-            options["isolation_level"] = "REPEATABLE READ"
         with _failures_as_unavailable(self.engine), self.engine.connect() as conn:
-            if options:
-                conn = conn.execution_options(**options)
+            if self.backend == "postgresql":
+                conn = conn.execution_options(isolation_level="REPEATABLE READ")
             with conn.begin():
+                if self.backend == "mysql":
+                    # For this transaction only, which the next statement
+                    # begins: SQLAlchemy's isolation level would set the
+                    # session's and set it back, each with a COMMIT, four
+                    # round trips where this is one.
+                    direct.execute_sql(conn, _REPEATABLE_READ)
                 yield conn
 
     @contextmanager
@@ -360,6 +415,11 @@ class Database:
         For single reads that need no consistency with each other: one
         round trip, no BEGIN or COMMIT.
         """
+        if self.autocommit_engine is not None:
+            with _failures_as_unavailable(self.autocommit_engine), \
+                    self.autocommit_engine.connect() as conn:
+                yield conn
+            return
         with _failures_as_unavailable(self.engine), self.engine.connect() as conn:
             if self.backend == "sqlite":
                 # The driver is in autocommit mode already (BEGIN is ours,
@@ -370,7 +430,15 @@ class Database:
             else:
                 yield conn.execution_options(isolation_level="AUTOCOMMIT")
 
+    @property
+    def engines(self) -> tuple[Engine, ...]:
+        """Every engine whose connections this database uses."""
+        if self.autocommit_engine is None:
+            return (self.engine,)
+        return (self.engine, self.autocommit_engine)
+
     def dispose(self) -> None:
         self.watch.close()
         self.probe.close()
-        self.engine.dispose()
+        for engine in self.engines:
+            engine.dispose()

@@ -8,6 +8,7 @@ shorter form exists, so a change that adds round trips back is noticed.
 
 from __future__ import annotations
 
+import time
 import uuid as uuidlib
 from collections.abc import Iterator
 
@@ -24,7 +25,7 @@ from allotment.storage import db as db_mod
 from allotment.storage import direct, names
 from allotment.storage import inventories as inventory_store
 from allotment.storage import resource_providers as store
-from tests.harness.statements import recording
+from tests.harness.statements import mysql_commands, recording
 
 
 @pytest.fixture
@@ -212,6 +213,63 @@ def test_postgresql_checks_a_pooled_connection_without_a_round_trip(db, monkeypa
         assert conn.connection.dbapi_connection.info.backend_pid != pid
     assert pings == []
 
+
+
+def test_mysql_checks_a_pooled_connection_without_a_round_trip(db):
+    """As on PostgreSQL: no ping before each use; a connection the server
+    ended (KILL, a restart, wait_timeout) has end of file to read and is
+    replaced before a request uses it."""
+    if db.backend != "mysql":
+        pytest.skip("MySQL's pooled connections are checked by their socket")
+    for engine in db.engines:
+        assert not engine.pool._pre_ping
+    with db.read() as conn:
+        pooled = conn.connection.dbapi_connection
+    thread = pooled.thread_id()
+    assert db_mod.idle_connection_alive(pooled)
+    killer = sa.create_engine(db.engine.url, poolclass=sa.pool.NullPool)
+    with killer.connect() as other:
+        other.exec_driver_sql(f"KILL CONNECTION {int(thread)}")
+    killer.dispose()
+    deadline = time.monotonic() + 10
+    while db_mod.idle_connection_alive(pooled) and time.monotonic() < deadline:
+        time.sleep(0.01)  # the server closes it as soon as it gets to it
+    assert not db_mod.idle_connection_alive(pooled)
+    with mysql_commands() as commands:
+        rp = provider_service.create_provider(db, name="after-the-kill", uuid=_uuid())
+        with db.read() as conn:
+            assert store.get_by_uuid(conn, rp.uuid).id == rp.id
+            assert conn.connection.dbapi_connection.thread_id() != thread
+    assert "PING" not in commands
+
+
+def test_a_read_on_mysql_keeps_its_snapshot_in_two_round_trips_of_its_own(db):
+    """REPEATABLE READ for the read's transaction only: one statement asks
+    for it, and the COMMIT and the pool's ROLLBACK end it; a row another
+    connection commits meanwhile is not seen."""
+    if db.backend != "mysql":
+        pytest.skip("MySQL's reads set their isolation level by a statement")
+    rp = provider_service.create_provider(db, name="snapshot", uuid=_uuid())
+    with db.read() as conn:  # a pooled connection made
+        store.get_by_uuid(conn, rp.uuid)
+    other = sa.create_engine(db.engine.url, poolclass=sa.pool.NullPool)
+    try:
+        with other.connect() as writer, mysql_commands() as commands, db.read() as conn:
+            before = store.get_by_uuid(conn, rp.uuid).generation
+            writer.exec_driver_sql(
+                "UPDATE resource_providers SET generation = generation + 1 "
+                f"WHERE uuid = '{rp.uuid}'")
+            writer.commit()
+            assert store.get_by_uuid(conn, rp.uuid).generation == before
+    finally:
+        other.dispose()
+    # From the read's first command (the pool may have made a connection
+    # for it first, with its own session settings).
+    asked = commands.index("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+    assert _first_words(commands[asked:]) == [
+        "SET", "SELECT", "UPDATE", "COMMIT", "SELECT", "COMMIT", "ROLLBACK"], commands
+    with db.read() as conn:
+        assert store.get_by_uuid(conn, rp.uuid).generation == before + 1
 
 
 def _tree_of_three(db) -> list:
