@@ -45,6 +45,8 @@ class Question:
     max_candidates: int = -1
     strategy: str = "depth-first"
     randomize: bool = False
+    # Rounds start at a host that moves on as the world changes.
+    rotate: bool = False
     # Trees to explain at most; None when no explanation was asked for.
     explain_limit: int | None = None
     # Whole trees may come packed (engine.packed), and an answer kept tree
@@ -113,6 +115,7 @@ def answer(db: Database, replica: Replica, question: Question) -> Found:
             else None)
     found = find(replica, request, max_candidates=question.max_candidates,
                  strategy=question.strategy, randomize=question.randomize,
+                 rotate=question.rotate,
                  explain_limit=question.explain_limit, packed=question.packed,
                  encoded_as=question.encoded_as)
     # An answer comes encoded for plain requests only, and headroom is an
