@@ -96,6 +96,15 @@ placement_opts = [
 
 # Options of our own, for what upstream Placement does not have.
 allotment_opts = [
+    cfg.BoolOpt("rotate_allocation_candidates", default=False,
+                help="Start a limited allocation candidates answer's rounds (one "
+                "candidate per host in turn) at a host that moves on with every "
+                "write, instead of the first host in UUID order, so that "
+                "schedulers asking one after another get different first hosts. "
+                "An answer stays a function of the world and the request. For "
+                "answers kept host by host (no sharing provider in the world, "
+                "microversion 1.29 or later, max_allocation_candidates unset); "
+                "randomize_allocation_candidates takes precedence."),
     cfg.IntOpt("change_feed_retention", default=3600, min=60,
                help="Seconds the change feed keeps what writes changed. An API "
                "process that has not looked at the feed for longer (an idle "

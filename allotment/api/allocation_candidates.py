@@ -79,6 +79,7 @@ class AllocationCandidates(Resource):
         settings = {"max_candidates": placement.max_allocation_candidates,
                     "strategy": placement.allocation_candidates_generation_strategy,
                     "randomize": placement.randomize_allocation_candidates,
+                    "rotate": self.conf.allotment.rotate_allocation_candidates,
                     "packed": want >= MAPPINGS,
                     "encoded_as": want if want >= SUMMARY_TREE else None}
         if not candidates_extensions.requested(req.get_header(candidates_extensions.HEADER)):

@@ -100,6 +100,7 @@ class Options(TypedDict, total=False):
     strategy: str
     randomize: bool
     rng: random.Random | None
+    rotate: bool
     explain_limit: int | None
     packed: bool
     encoded_as: Hashable | None
@@ -114,6 +115,7 @@ def answer(
     strategy: str = "depth-first",
     randomize: bool = False,
     rng: random.Random | None = None,
+    rotate: bool = False,
     explain_limit: int | None = None,
     packed: bool = False,
     encoded_as: Hashable | None = None,
@@ -126,7 +128,10 @@ def answer(
     exist, in the order Placement checks them, and answers nothing where
     Placement gives up early (:func:`nothing_to_search`).  ``max_candidates``,
     ``strategy``, ``randomize`` and ``rng`` are the search's (see
-    ``search.find_candidates``).  With ``explain_limit`` the answer also
+    ``search.find_candidates``).  With ``rotate`` (and not ``randomize``)
+    an answer kept tree by tree starts its rounds at a host that moves on
+    as the world changes (engine.rotation); other answers are in the
+    deterministic order.  With ``explain_limit`` the answer also
     says why up to that many trees yield nothing.  What the caller wants
     kept: with ``packed`` a tree whose whole answer is kept packed by the
     source's codec may stand in the candidates as one :class:`Packed`; with
@@ -136,8 +141,8 @@ def answer(
     (engine.headroom_answer), in the same state of the world.
     """
     found = _candidates(source, request, max_candidates=max_candidates, strategy=strategy,
-                        randomize=randomize, rng=rng, explain_limit=explain_limit,
-                        packed=packed, encoded_as=encoded_as)
+                        randomize=randomize, rng=rng, rotate=rotate,
+                        explain_limit=explain_limit, packed=packed, encoded_as=encoded_as)
     if headroom:
         found = dataclasses.replace(found, headroom=headroom_of(source, request))
     return found
@@ -145,8 +150,8 @@ def answer(
 
 def _candidates(source: Source, request: AllocationCandidatesRequest | ExtendedRequest, *,
                 max_candidates: int, strategy: str, randomize: bool,
-                rng: random.Random | None, explain_limit: int | None, packed: bool,
-                encoded_as: Hashable | None) -> Answer:
+                rng: random.Random | None, rotate: bool, explain_limit: int | None,
+                packed: bool, encoded_as: Hashable | None) -> Answer:
     plain = not isinstance(request, ExtendedRequest)
     ext = extensions.extend(request)
     if not plain and ext.is_what_if:
@@ -166,7 +171,7 @@ def _candidates(source: Source, request: AllocationCandidatesRequest | ExtendedR
             snap, source.cache.section, source.names_version, request,
             codec.encoder(encoded_as),
             lambda members: tuple(summary(snap, uuids[m], trait_rank, ()) for m in members),
-            rng=(rng or random.Random()) if randomize else None)
+            rng=(rng or random.Random()) if randomize else None, rotate=rotate)
         return Answer([], [], encoded=encoded, kept_hits=encoded.reused)
     hits = snap.kept_hits()
     candidates = list(extensions.find_extended_candidates(

@@ -35,6 +35,7 @@ import random
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
+from allotment.engine import rotation
 from allotment.engine.codec import Encoder
 from allotment.engine.live import LiveSnapshot
 from allotment.engine.plan import Plan
@@ -100,14 +101,16 @@ def _brought_up(section: dict, snap: LiveSnapshot, names_version: int) -> None:
 def assemble(snap: LiveSnapshot, memo: Callable[[Hashable], dict], names_version: int,
              request: AllocationCandidatesRequest, encoder: Encoder,
              summaries_of: Callable[[tuple[int, ...]], tuple],
-             rng: random.Random | None = None) -> Assembled:
+             rng: random.Random | None = None, rotate: bool = False) -> Assembled:
     """The answer to ``request`` over ``snap`` (held still by the caller;
     ``names_version``: the version of the names it is read with), from
     what is kept of each tree (in ``memo``'s sections) and made again for
     the trees touched since; ``summaries_of`` gives a tree's provider
     summaries (its member positions in UUID order).  With ``rng`` the
     hosts, and each host's candidates, come in a random order
-    (``randomize_allocation_candidates``)."""
+    (``randomize_allocation_candidates``); else with ``rotate`` the rounds
+    start at a host that moves on as the world changes (engine.rotation,
+    ``rotate_allocation_candidates``)."""
     plan = Plan.compile(snap, request)
     limit = request.limit
     if plan is None or not limit:
@@ -127,7 +130,20 @@ def assemble(snap: LiveSnapshot, memo: Callable[[Hashable], dict], names_version
     if rng is None:
         rows = memo(("candidate-rounds", kind, encoder.shape))
         _brought_up(rows, snap, names_version)
-        requests, roots, reused = _in_order(plan, rows, encoder.candidate, limit)
+        anchors = plan.anchors(None)
+        first = rotation.start(snap, memo) if rotate else None
+        if first is not None:
+            anchors = rotation.rotated(snap, anchors, first)
+        requests, roots, reused, walked = _in_order(plan, anchors, rows, encoder.candidate,
+                                                    limit)
+        if first is not None and walked is not None:
+            # The summaries' trees in UUID order, as the general path writes them.
+            roots.sort(key=snap.uuids.__getitem__)
+            summaries = [summary(r) for r in roots]
+            reached = rotation.rank(snap, walked)
+            rotation.trim(rows, snap, first, reached)
+            rotation.trim(trees, snap, first, reached)
+            return Assembled(requests, summaries, reused)
     else:
         rows = memo(("candidate-rounds-whole", kind, encoder.shape))
         _brought_up(rows, snap, names_version)
@@ -137,11 +153,13 @@ def assemble(snap: LiveSnapshot, memo: Callable[[Hashable], dict], names_version
     return Assembled(requests, [summary(r) for r in roots], reused)
 
 
-def _in_order(plan: Plan, rows: dict, encode: Callable[[Candidate], bytes],
-              limit: int) -> tuple[list[bytes], list[int], int]:
-    """(encoded requests, roots of the answer in order, trees reused) of
-    a deterministic answer: each tree's candidates in its search's order,
-    as many of them kept as answers took."""
+def _in_order(plan: Plan, anchors: list[int], rows: dict,
+              encode: Callable[[Candidate], bytes], limit: int,
+              ) -> tuple[list[bytes], list[int], int, int | None]:
+    """(encoded requests, roots of the answer in order, trees reused, the
+    last of ``anchors`` the first round walked to) of an answer in
+    rounds over ``anchors`` in their order: each tree's candidates in its
+    search's order, as many of them kept as answers took."""
 
     def row(r: int, need: int) -> list:
         # [encoded candidates (at most need), whether there may be more]
@@ -160,7 +178,9 @@ def _in_order(plan: Plan, rows: dict, encode: Callable[[Candidate], bytes],
     roots: list[int] = []
     alive: list[tuple[int, list]] = []
     get = rows.get
-    for r in plan.anchors(None):
+    walked = None
+    for r in anchors:
+        walked = r
         kept = get(r)
         if kept is None:
             kept = rows[r] = row(r, depth)
@@ -189,7 +209,7 @@ def _in_order(plan: Plan, rows: dict, encode: Callable[[Candidate], bytes],
                 break
         alive, k = still, k + 1
     rows[_DEPTH] = k
-    return requests, roots, reused
+    return requests, roots, reused, walked
 
 
 def _at_random(plan: Plan, rows: dict, encode: Callable[[Candidate], bytes],

@@ -323,6 +323,11 @@ class Snapshot:
         """The generation of the provider at position ``i``."""
         return self._generations[i if self._order is None else self._order[i]]
 
+    def generations_total(self) -> int:
+        """The sum of every provider's generation (a position held by none
+        counts 0): it moves on with every write the world has taken."""
+        return sum(self._generations)
+
     def usage_of(self, uuid: str, rc: str) -> int:
         if rc not in self.inventory[self.index[uuid]]:
             return 0

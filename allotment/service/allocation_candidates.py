@@ -44,6 +44,8 @@ class Question:
     max_candidates: int = -1
     strategy: str = "depth-first"
     randomize: bool = False
+    # Rounds start at a host that moves on as the world changes.
+    rotate: bool = False
     # Trees to explain at most; None when no explanation was asked for.
     explain_limit: int | None = None
     # Whole trees may come packed (engine.packed), and an answer kept tree
@@ -79,8 +81,9 @@ def answer(db: Database, replica: Replica, question: Question) -> Answer:
             found = engine_answer(
                 world, request, max_candidates=question.max_candidates,
                 strategy=question.strategy, randomize=question.randomize,
-                explain_limit=question.explain_limit, packed=question.packed,
-                encoded_as=question.encoded_as, headroom=question.headroom)
+                rotate=question.rotate, explain_limit=question.explain_limit,
+                packed=question.packed, encoded_as=question.encoded_as,
+                headroom=question.headroom)
         except UnknownName as exc:
             raise errors.BadRequest(str(exc)) from None
     if found.kept_hits:

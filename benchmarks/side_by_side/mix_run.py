@@ -8,8 +8,9 @@ then adopted with ``allotment-manage db sync``), and a server of its own
 with the same number of gunicorn workers.  The rounds alternate between the
 configurations (a different one first each round), so that whatever else
 the machine does weighs on all alike.  A configuration is a service and its
-``placement.conf``: upstream, allotment, and allotment with upstream's own
-``[placement] randomize_allocation_candidates = true``.  Exits 1 when a
+``placement.conf``: upstream, allotment, allotment with upstream's own
+``[placement] randomize_allocation_candidates = true``, and allotment with
+``[allotment] rotate_allocation_candidates = true``.  Exits 1 when a
 service's books do not hold (see :mod:`verify`).
 """
 
@@ -34,11 +35,13 @@ from tests.harness.servers import _conf_text, start_allotment, start_upstream
 
 ROOT = Path(__file__).resolve().parents[2]
 RANDOMIZE = "[placement]\nrandomize_allocation_candidates = true\n"
+ROTATE = "[allotment]\nrotate_allocation_candidates = true\n"
 # name -> (service, extra placement.conf)
 CONFIGS = {
     "upstream": ("upstream", ""),
     "allotment": ("allotment", ""),
     "allotment, randomized": ("allotment", RANDOMIZE),
+    "allotment, rotating": ("allotment", ROTATE),
     "upstream, randomized": ("upstream", RANDOMIZE),
 }
 DEFAULT_CONFIGS = ["upstream", "allotment", "allotment, randomized"]
