@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from allotment.engine.live import LiveSnapshot
 from allotment.engine.records import Inventory, ProviderRecord
+from tests.harness.positions import indexes_share_positions
 
 INV = Inventory(1000, 0, 1, 1000, 1, 1.0)
 
@@ -23,12 +24,5 @@ def _records() -> list[ProviderRecord]:
 
 def test_indexes_share_the_index_positions():
     snap = LiveSnapshot.build(_records())
-    canonical = {i: i for i in snap.index.values()}
-
-    def shared(values) -> bool:
-        return all(v is canonical[v] for v in values)
-
-    assert shared(snap.root) and shared(snap.roots)
-    assert all(shared((r, *m)) for r, m in snap.trees_of_many().items())
-    assert all(shared(m) for m in snap.by_rc.values())
+    assert indexes_share_positions(snap)
     assert sorted(snap.by_rc["VCPU"]) == [i for i, u in enumerate(snap.uuids) if "numa" in u]

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from allotment.storage.loader import LoadedProvider
 from allotment.world.model import Names, World
+from tests.harness.positions import indexes_share_positions
 
 NAMES = Names({0: "VCPU", 1: "MEMORY_MB", 2: "DISK_GB"},
               {"HW_CPU_X86_AVX2": 1, "MISC_SHARES_VIA_AGGREGATE": 2})
@@ -80,14 +81,7 @@ def test_a_compacted_world_shares_what_it_shared():
     world = World(_loaded(60), _usage(60), NAMES)
     world.compact()
     snap = world.snapshot
-    canonical = {i: i for i in snap.index.values()}
-
-    def shared(values) -> bool:
-        return all(v is canonical[v] for v in values)
-
-    assert shared(snap.root) and shared(snap.roots)
-    assert all(shared((r, *m)) for r, m in snap.trees_of_many().items())
-    assert all(shared(m) for m in snap.by_rc.values())
+    assert indexes_share_positions(snap)
     numa = [snap.index[f"{h:06d}-numa{n}"] for h in range(60) for n in range(2)]
     assert all(snap.inventory[i] is snap.inventory[numa[0]] for i in numa)
     assert snap.uuids[numa[0]] is next(u for u in snap.index if u == snap.uuids[numa[0]])
