@@ -62,8 +62,7 @@ class AllocationCandidates(Resource):
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         asked = self.read(req)
-        found = service.answer(self.db, self.replica, asked.question)
-        write(resp, asked, found)
+        write(resp, asked, service.answer(self.db, self.replica, asked.question))
 
     def read(self, req: falcon.Request) -> CandidatesQuery:
         """The query of ``req``, checked: 4xx for anything refused."""

@@ -18,7 +18,11 @@ from dataclasses import dataclass
 from allotment import errors
 from allotment.api import filters
 from allotment.api.schema import first_error
-from allotment.engine.request import AllocationCandidatesRequest, SearchGroup
+from allotment.engine.request import (
+    NESTED_AWARE_VERSION,
+    AllocationCandidatesRequest,
+    SearchGroup,
+)
 
 _NUMERIC_SUFFIX = r"[1-9][0-9]*"
 _STRING_SUFFIX = r"[a-zA-Z0-9_-]{1,64}"
@@ -296,9 +300,15 @@ def read_standard_query(params: Sequence[tuple[str, str]],
 
 
 def typed_request(query: StandardQuery) -> AllocationCandidatesRequest:
-    """The engine's typed request for a query read and checked."""
-    return AllocationCandidatesRequest.for_microversion(
-        query.version,
+    """The engine's typed request for a query read and checked.
+
+    What each microversion means is the API's to say: the request carries
+    the version (the answer's shape follows it) and whether candidates may
+    take more than one provider of a tree (from 1.29).
+    """
+    return AllocationCandidatesRequest(
+        microversion=query.version,
+        nested_aware=query.version >= NESTED_AWARE_VERSION,
         groups=tuple(
             SearchGroup(
                 suffix=suffix, resources=g.resources,

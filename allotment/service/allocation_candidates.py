@@ -17,17 +17,15 @@ feed that finds nothing new -- and held still while the engine looks at it.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable
 from dataclasses import dataclass
 
 from allotment import errors, telemetry
-from allotment.engine import whatif
 from allotment.engine.answer import Answer, UnknownName
 from allotment.engine.answer import answer as engine_answer
 from allotment.engine.extensions import ExtendedRequest
 from allotment.engine.headroom_answer import HeadroomAnswer, headroom_of
 from allotment.engine.request import AllocationCandidatesRequest
-from allotment.storage import holdings as store
 from allotment.storage.db import Database
 from allotment.world import preemptible
 from allotment.world.sync import Replica
@@ -69,15 +67,18 @@ def answer(db: Database, replica: Replica, question: Question) -> Answer:
     that do not exist, in the order Placement checks them.
     """
     request = question.request
-    ignored = consumers(db, question.ignore_consumers) if question.ignore_consumers else ()
-    # One state of the world for the candidates and the headroom alike.
+    # One state of the world for the candidates and the headroom alike; the
+    # consumers a what-if question names are read while it is held, so they
+    # are at least as new as it.
     with replica.current() as world:
-        if ignored or question.preempt:
-            request = dataclasses.replace(
-                request, ignored=ignored,
-                preemptible=preemptible.current(world, db, question.preemptible_types)
-                if question.preempt else None)
         try:
+            if question.ignore_consumers or question.preempt:
+                request = dataclasses.replace(
+                    request,
+                    preemptible=preemptible.current(world, db, question.preemptible_types)
+                    if question.preempt else None,
+                    ignored=preemptible.named(db, question.ignore_consumers)
+                    if question.ignore_consumers else ())
             found = engine_answer(
                 world, request, max_candidates=question.max_candidates,
                 strategy=question.strategy, randomize=question.randomize,
@@ -86,22 +87,13 @@ def answer(db: Database, replica: Replica, question: Question) -> Answer:
                 headroom=question.headroom)
         except UnknownName as exc:
             raise errors.BadRequest(str(exc)) from None
+        except preemptible.UnknownConsumers as exc:
+            raise errors.BadRequest(
+                f"Unknown consumers in 'ignore_consumers': {exc}.",
+                code=UNKNOWN_CONSUMER) from None
     if found.kept_hits:
         telemetry.metrics().kept_hits.inc(found.kept_hits)
     return found
-
-
-def consumers(db: Database, uuids: Sequence[str]) -> tuple[whatif.Holding, ...]:
-    """What each consumer holds, in the order given; 400 naming the
-    consumers that do not exist."""
-    with db.read() as conn:
-        held = {h.consumer: h for h in preemptible.holdings(store.of_consumers(conn, uuids))}
-    unknown = sorted({u for u in uuids if u not in held})
-    if unknown:
-        raise errors.BadRequest(
-            f"Unknown consumers in 'ignore_consumers': {', '.join(unknown)}.",
-            code=UNKNOWN_CONSUMER)
-    return tuple(held[u] for u in dict.fromkeys(uuids))
 
 
 def compute_many(replica: Replica, requests: dict[str, AllocationCandidatesRequest],

@@ -57,6 +57,26 @@ def holdings(rows: Iterable[Row]) -> list[Holding]:
             for uuid, (row, allocs) in found.items()]
 
 
+class UnknownConsumers(LookupError):
+    """Consumers a question names that hold nothing (or do not exist)."""
+
+    def __init__(self, uuids: Sequence[str]) -> None:
+        super().__init__(", ".join(uuids))
+        self.uuids = tuple(uuids)
+
+
+def named(db: Database, uuids: Sequence[str]) -> tuple[Holding, ...]:
+    """What each of the consumers ``uuids`` holds, in the order given (a
+    repeated one once); :class:`UnknownConsumers` names those that do not
+    exist."""
+    with db.read() as conn:
+        held = {h.consumer: h for h in holdings(store.of_consumers(conn, uuids))}
+    unknown = sorted({u for u in uuids if u not in held})
+    if unknown:
+        raise UnknownConsumers(unknown)
+    return tuple(held[u] for u in dict.fromkeys(uuids))
+
+
 def current(world: World, db: Database, types: Sequence[str]) -> Preemptible:
     """The consumers of the preemptible ``types`` in ``world`` (held still
     by the caller) as it is now."""
