@@ -91,6 +91,11 @@ class Keystone:
                 headers={"X-Auth-Token": owner}, timeout=60,
                 json={"application_credential": {
                     "name": f"short-{time.monotonic_ns()}",
+                    # The roles assigned, named: left out, Keystone takes
+                    # every role of the owner's token, implied ones too, and
+                    # now and then fails to find an implied one among the
+                    # user's assignments (a 400).
+                    "roles": [{"name": r} for r in self.accounts["users"][user]["roles"]],
                     "expires_at": expires.strftime("%Y-%m-%dT%H:%M:%S")}})
             assert resp.status_code == 201, resp.text
             cred = resp.json()["application_credential"]
