@@ -5,8 +5,8 @@ sends its traces to ``connection_string``, and a request signed with one of
 ``hmac_keys`` (``openstack --os-profile KEY ...``) is traced.  osprofiler
 is optional; without it the section is ignored.  It is imported only
 when the section is there (``allotment.conf.load`` registers its options
-then): without it, profiling is off, and osprofiler's drivers (with
-requests and urllib3) would stay resident in every serving process.
+then): without it, profiling is off, and osprofiler's drivers would stay
+resident in every serving process.
 """
 
 from __future__ import annotations
