@@ -19,6 +19,7 @@ from allotment.storage.cursor import Changes
 from allotment.storage.loader import LoadedProvider
 from allotment.world import compaction
 from allotment.world.cache import Cache
+from allotment.world.ids import UuidsById
 from allotment.world.stamps import Stamp, Stamps
 
 LOG = logging.getLogger(__name__)
@@ -154,7 +155,7 @@ class World:
         self.names_version = 0
         # What services and renderers make of providers (see world.cache).
         self.cache = Cache(lambda: len(self.snapshot))
-        self.uuid_of_id: dict[int, str] = {}
+        self.uuid_of_id = UuidsById()
         # Provider names are unique: name -> UUID.
         self.by_name: dict[str, str] = {}
         # UUID -> position in creation order, rebuilt on demand after trees
