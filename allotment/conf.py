@@ -256,12 +256,21 @@ def load(
     files = list(config_files) if config_files is not None else default_config_files()
     conf(list(argv), project="placement", version=__version__,
          default_config_files=files)
-    if "profiler" in conf.list_all_sections() or "profiler" in (overrides or {}):
+    if _profiler_configured(conf, overrides):
         register_profiler_opts(conf)
     for group, values in (overrides or {}).items():
         for name, value in values.items():
             conf.set_override(name, value, group=None if group == "DEFAULT" else group)
     return conf
+
+
+def _profiler_configured(conf: cfg.ConfigOpts,
+                         overrides: Mapping[str, Mapping[str, object]] | None) -> bool:
+    """Whether anything sets a ``[profiler]`` option: a section of a file,
+    an override, or oslo.config's environment variables
+    (``OS_PROFILER__ENABLED``)."""
+    return ("profiler" in conf.list_all_sections() or "profiler" in (overrides or {})
+            or any(name.startswith("OS_PROFILER__") for name in os.environ))
 
 
 def register_profiler_opts(conf: cfg.ConfigOpts) -> bool:
