@@ -11,7 +11,7 @@ import logging
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from allotment.engine import contents
+from allotment.engine import contents, usage_maps
 from allotment.engine.codec import Codec
 from allotment.engine.live import LiveSnapshot
 from allotment.engine.snapshot import Inventory, ProviderRecord
@@ -173,6 +173,7 @@ class World:
         self.stamps = Stamps(self.snapshot.index)
         self._remember(loaded)
         self.snapshot.add_usage(self._usage_deltas(usage))
+        usage_maps.share_equal(self.snapshot.used)
 
     # What :meth:`compact` makes again besides the snapshot.
     _KEPT = ("stamps", "uuid_of_id", "by_name", "damaged")
