@@ -5,7 +5,9 @@ Pygments) is needed only when the schema has to change, which a start on a
 database already at allotment's schema never does; psycopg and SQLAlchemy's
 PostgreSQL dialect only on PostgreSQL, its MySQL dialect only on MySQL;
 keystonemiddleware only with ``[api] auth_strategy = keystone``; osprofiler
-only with a ``[profiler]`` section."""
+only with a ``[profiler]`` section; requests (and urllib3) only by a policy
+rule that names oslo.policy's ``http:`` or ``https:`` check, or by the
+client speaking HTTP."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ import sqlalchemy as sa
 from allotment.storage import migration
 
 _HEAVY = ("alembic", "mako", "pygments", "psycopg", "keystonemiddleware", "osprofiler",
-          "sqlalchemy.dialects.postgresql", "sqlalchemy.dialects.mysql")
+          "sqlalchemy.dialects.postgresql", "sqlalchemy.dialects.mysql", "requests", "urllib3")
 
 # allotment-api's own start-up, up to the point where gunicorn would fork:
 # the main process's schema check and world, then what a worker does with
