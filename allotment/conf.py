@@ -277,8 +277,8 @@ def register_profiler_opts(conf: cfg.ConfigOpts) -> bool:
     """Register osprofiler's ``[profiler]`` options on ``conf``, as upstream
     does when osprofiler is installed; False when it is not.
 
-    :func:`load` calls it only when the configuration has a ``[profiler]``
-    section: without one profiling is off whatever is installed, and
+    :func:`load` calls it only when something sets a ``[profiler]`` option:
+    otherwise profiling is off whatever is installed, and
     osprofiler's options import all of its drivers (27 modules, about 1 MB
     resident in every serving process) for nothing.
     """

@@ -178,10 +178,10 @@ def main(argv: list[str] | None = None) -> int:
         # Imported once here rather than in every worker: a worker started
         # in place of one that exited serves the sooner.
         import allotment.server.app  # noqa: F401
-    # The policy rules read once here, before any fork: parsing them loads
-    # oslo.policy's rule checks (and requests, which they import), objects
-    # every worker would otherwise make for itself, in free space of pages
-    # it shares with this process (each such page then copied).
+    # The policy rules read once here, before any fork, and handed to every
+    # worker: a worker parsing them itself would make objects of its own and
+    # copy the shared pages of every object the parse reads (its reference
+    # counts are written).
     policy = Policy(conf)
     try:
         _Server(conf, args.bind, args.workers, args.control_socket, world, policy).run()

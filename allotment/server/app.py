@@ -59,10 +59,10 @@ def create_app(conf: cfg.ConfigOpts, *, db: Database | None = None,
     db = db or Database.from_conf(conf)
     if world is None:
         # Not when the world comes from the parent: its checks and the
-        # standard names' sync would be done again in every worker, and the
-        # objects they make would land on pages shared with the parent,
-        # each such page copied (about 5 MB of each worker's own memory at
-        # 10,000 NUMA hosts).
+        # standard names' sync would run again in every worker, copying the
+        # shared pages of every object they read (their reference counts
+        # are written): 5-7 MB of each worker's own memory at 10,000 NUMA
+        # hosts.
         setup.prepare_database(db, conf)
     # The world keeps answers encoded as the API writes them: the API's
     # codec, given to it here once.
