@@ -18,7 +18,7 @@ from oslo_context import context as oslo_context
 from oslo_policy import policy as oslo_policy
 
 from allotment import errors
-from allotment.auth import policies
+from allotment.auth import policies, rule_checks
 
 LOG = logging.getLogger(__name__)
 
@@ -102,6 +102,8 @@ class Policy:
         conf: cfg.ConfigOpts,
         rules: list[oslo_policy.RuleDefault] | None = None,
     ) -> None:
+        # Before any rule is parsed (see rule_checks).
+        rule_checks.load_on_first_use()
         enforcer = oslo_policy.Enforcer(conf)
         # Every default changed during the secure-RBAC work; warning about
         # each of them on every start would drown real messages.

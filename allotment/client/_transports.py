@@ -12,13 +12,15 @@ from __future__ import annotations
 import json as jsonlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlencode
 
 import orjson
-import requests
 
 from allotment.client.exceptions import TransportError
+
+if TYPE_CHECKING:
+    import requests
 
 Params = Sequence[tuple[str, str]] | Mapping[str, str] | None
 
@@ -88,6 +90,12 @@ class HTTPTransport:
         self.token = token
         self.timeout = timeout
         self.verify = verify
+        # Imported here, not with the module: every serving process holds
+        # the client (for the web view, which reads in-process), and never
+        # speaks HTTP through it (requests and urllib3: about 4.5 MB).
+        import requests
+
+        self._failure = requests.RequestException
         self._own_session = session is None
         self.session = session or requests.Session()
 
@@ -106,7 +114,7 @@ class HTTPTransport:
             resp = self.session.request(
                 method, url, data=body, headers=hdrs, timeout=self.timeout,
                 verify=self.verify, allow_redirects=False)
-        except requests.RequestException as exc:
+        except self._failure as exc:
             raise TransportError(f"{method} {url}: {exc}") from exc
         return Response(resp.status_code, dict(resp.headers), resp.content)
 

@@ -13,6 +13,7 @@ import tempfile
 from gunicorn.app.base import BaseApplication
 
 from allotment import distributions, telemetry
+from allotment.auth.policy import Policy
 from allotment.cmd import common
 from allotment.server import malloc
 from allotment.server.worker import DeadlineSyncWorker
@@ -77,10 +78,12 @@ def metrics_dir(workers: int, configured: str | None = None) -> str | None:
 
 class _Server(BaseApplication):
     def __init__(self, conf, bind: str, workers: int,
-                 control_socket: str | None = None, world=None) -> None:
+                 control_socket: str | None = None, world=None, policy=None) -> None:
         self._conf = conf
         # [allotment] shared_world: the world every worker starts from.
         self.world = world
+        # The policy rules every worker starts from (see main).
+        self.policy = policy
         binds = [bind]
         if conf.allotment.metrics_bind:
             binds.append(conf.allotment.metrics_bind)
@@ -126,7 +129,7 @@ class _Server(BaseApplication):
         from allotment.server.app import create_app
 
         world, self.world = self.world, None  # the worker's own from here on
-        return create_app(self._conf, world=world)
+        return create_app(self._conf, world=world, policy=self.policy)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -175,8 +178,13 @@ def main(argv: list[str] | None = None) -> int:
         # Imported once here rather than in every worker: a worker started
         # in place of one that exited serves the sooner.
         import allotment.server.app  # noqa: F401
+    # The policy rules read once here, before any fork, and handed to every
+    # worker: a worker parsing them itself would make objects of its own and
+    # copy the shared pages of every object the parse reads (its reference
+    # counts are written).
+    policy = Policy(conf)
     try:
-        _Server(conf, args.bind, args.workers, args.control_socket, world).run()
+        _Server(conf, args.bind, args.workers, args.control_socket, world, policy).run()
     finally:
         if directory and not configured:
             shutil.rmtree(directory, ignore_errors=True)

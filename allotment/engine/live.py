@@ -33,6 +33,7 @@ from allotment.engine.inventory_maps import InventoryMaps, limits_of
 from allotment.engine.snapshot import SHARES_TRAIT, ProviderRecord, Snapshot
 
 _NO_AGGS: frozenset[str] = frozenset()
+_NO_USAGE: dict[str, int] = {}
 _REVISIONS = revisions.Revisions()
 
 
@@ -213,22 +214,29 @@ class LiveSnapshot(Snapshot):
         :meth:`Snapshot.with_usage` would.
         """
         used, index = self.used, self.index
+        # A provider's usage map may be shared with providers of equal usage
+        # (engine.usage_maps): it is changed on a copy of its own, made once
+        # per call.
+        copies: dict[str, dict[str, int]] = {}
         for uuid, rc, amount in deltas:
             if not amount:
                 continue
             i = index.get(uuid)
             if i is not None:
                 self._touch(i)
-            per_rc = used.get(uuid)
+            per_rc = copies.get(uuid)
             if per_rc is None:
-                per_rc = used[uuid] = {}
+                per_rc = copies[uuid] = dict(used.get(uuid, _NO_USAGE))
             total = per_rc.get(rc, 0) + amount
             if total:
                 per_rc[rc] = total
             else:
                 del per_rc[rc]
-                if not per_rc:
-                    del used[uuid]
+        for uuid, per_rc in copies.items():
+            if per_rc:
+                used[uuid] = per_rc
+            else:
+                used.pop(uuid, None)
 
     def set_usage(self, uuid: str, per_rc: Mapping[str, int]) -> None:
         """Replace the whole usage of one provider."""

@@ -44,24 +44,33 @@ LOG = logging.getLogger(__name__)
 
 
 def create_app(conf: cfg.ConfigOpts, *, db: Database | None = None,
-               world: Replica | None = None):
+               world: Replica | None = None, policy: Policy | None = None):
     """The full WSGI application for ``conf``.
 
     Prepares the database first (migrations where configured, standard
     resource classes and traits), so the first request finds a usable schema.
     ``world``: the provider world as this process's parent read it before
     forking it (allotment-api's shared world), served from here on;
-    otherwise the world is read now.
+    otherwise the world is read now.  The parent prepared the database
+    before it read that world, so a process given one does not again.
+    ``policy``: the rules as the parent read them (also shared with it),
+    otherwise read now.
     """
     db = db or Database.from_conf(conf)
-    setup.prepare_database(db, conf)
+    if world is None:
+        # Not when the world comes from the parent: its checks and the
+        # standard names' sync would run again in every worker, copying the
+        # shared pages of every object they read (their reference counts
+        # are written): 5-7 MB of each worker's own memory at 10,000 NUMA
+        # hosts.
+        setup.prepare_database(db, conf)
     # The world keeps answers encoded as the API writes them: the API's
     # codec, given to it here once.
     codec = candidates_codec.CODEC
     replica = (setup.load_world(db, codec) if world is None
                else setup.carry_world(world, db, codec))
     runtime = Runtime(conf=conf, db=db, replica=replica)
-    policy = Policy(conf)
+    policy = policy or Policy(conf)
 
     app = falcon.App(
         middleware=[metrics.CountRequests(), negotiation.Microversion(),

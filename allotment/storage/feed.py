@@ -53,7 +53,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 import sqlalchemy as sa
-from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.engine import Connection
 
 from allotment import errors
@@ -433,6 +432,10 @@ def ensure_epoch(conn: Connection) -> None:
     reader to look fills it with a new token; the others keep the first."""
     if conn.dialect.name != "postgresql":
         return
+    # Here rather than at the top: a server on SQLite or MySQL never
+    # imports the PostgreSQL dialect.
+    from sqlalchemy.dialects.postgresql import insert as pg_insert
+
     conn.execute(pg_insert(allotment_epoch).values(id=1, token=new_stamp())
                  .on_conflict_do_nothing(index_elements=["id"]))
 

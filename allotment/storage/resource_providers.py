@@ -18,7 +18,6 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import mysql, postgresql
 from sqlalchemy.engine import Connection, Row
 
 from allotment import errors
@@ -160,11 +159,16 @@ _SET_ROOT = (sa.update(TABLE).where(TABLE.c.id == sa.bindparam("pid"))
              .values(root_provider_id=sa.bindparam("root")))
 
 
+@functools.cache
 def _insert_once_postgresql() -> sa.Insert:
     """One statement that inserts a provider or, when its UUID or name is
     taken, nothing (no error, so no savepoint is needed to go on), taking
     the id from the table's sequence first so that a root can name itself
-    as its root in the same row."""
+    as its root in the same row.  Made on first use: a server on another
+    database never imports SQLAlchemy's PostgreSQL dialect (2 MB in every
+    process)."""
+    from sqlalchemy.dialects import postgresql
+
     new_id = sa.select(sa.func.nextval(sa.func.pg_get_serial_sequence(
         TABLE.name, TABLE.c.id.name)).label("id")).cte("new_id")
     root = sa.func.coalesce(sa.bindparam("root_provider_id", type_=sa.Integer), new_id.c.id)
@@ -178,8 +182,6 @@ def _insert_once_postgresql() -> sa.Insert:
     return (postgresql.insert(TABLE).from_select(columns, values)
             .on_conflict_do_nothing().returning(TABLE.c.id))
 
-
-_INSERT_ONCE_POSTGRESQL = _insert_once_postgresql()
 
 
 def bump(conn: Connection, provider_id: int,
@@ -220,9 +222,17 @@ _TREE_LOCK = sa.select(sa.func.pg_advisory_xact_lock(_TREE_LOCK_KEY))
 # MySQL's guard row: a row of placement_feed_state apart from the feed's own
 # (id 1), whose one column counts the changes of shape made.
 _TREE_GUARD_ID = 2
-_TREE_GUARD = (mysql.insert(placement_feed_state)
-               .values(id=_TREE_GUARD_ID, pruned_below=1)
-               .on_duplicate_key_update(pruned_below=placement_feed_state.c.pruned_below + 1))
+
+
+@functools.cache
+def _tree_guard() -> sa.Insert:
+    # Made on first use, as _insert_once_postgresql: the MySQL dialect is
+    # imported only by a server on MySQL.
+    from sqlalchemy.dialects import mysql
+
+    return (mysql.insert(placement_feed_state)
+            .values(id=_TREE_GUARD_ID, pruned_below=1)
+            .on_duplicate_key_update(pruned_below=placement_feed_state.c.pruned_below + 1))
 
 
 def lock_tree_shapes(conn: Connection) -> None:
@@ -242,7 +252,7 @@ def lock_tree_shapes(conn: Connection) -> None:
     if conn.dialect.name == "postgresql":
         direct.execute(conn, _TREE_LOCK)
     elif conn.dialect.name == "mysql":
-        conn.execute(_TREE_GUARD)
+        conn.execute(_tree_guard())
 
 
 _LOCKED_BY_UUIDS_OR_IDS = (
@@ -358,7 +368,7 @@ def create(conn: Connection, *, uuid: str, name: str,
               "root_provider_id": parent.root_provider_id if parent is not None else None}
     if conn.dialect.name == "postgresql":
         # One round trip instead of four (savepoint, insert, root, release).
-        new_id = direct.execute(conn, _INSERT_ONCE_POSTGRESQL, params).scalar()
+        new_id = direct.execute(conn, _insert_once_postgresql(), params).scalar()
         if new_id is None:
             return None
     else:

@@ -11,7 +11,7 @@ import logging
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from allotment.engine import contents
+from allotment.engine import contents, usage_maps
 from allotment.engine.codec import Codec
 from allotment.engine.live import LiveSnapshot
 from allotment.engine.snapshot import Inventory, ProviderRecord
@@ -19,6 +19,7 @@ from allotment.storage.cursor import Changes
 from allotment.storage.loader import LoadedProvider
 from allotment.world import compaction
 from allotment.world.cache import Cache
+from allotment.world.ids import UuidsById
 from allotment.world.stamps import Stamp, Stamps
 
 LOG = logging.getLogger(__name__)
@@ -154,7 +155,7 @@ class World:
         self.names_version = 0
         # What services and renderers make of providers (see world.cache).
         self.cache = Cache(lambda: len(self.snapshot))
-        self.uuid_of_id: dict[int, str] = {}
+        self.uuid_of_id = UuidsById()
         # Provider names are unique: name -> UUID.
         self.by_name: dict[str, str] = {}
         # UUID -> position in creation order, rebuilt on demand after trees
@@ -172,6 +173,7 @@ class World:
         self.stamps = Stamps(self.snapshot.index)
         self._remember(loaded)
         self.snapshot.add_usage(self._usage_deltas(usage))
+        usage_maps.share_equal(self.snapshot.used)
 
     # What :meth:`compact` makes again besides the snapshot.
     _KEPT = ("stamps", "uuid_of_id", "by_name", "damaged")

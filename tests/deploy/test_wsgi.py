@@ -163,3 +163,18 @@ def test_profiler_section_is_honoured(config_dir, tmp_path, enabled):
         assert "wsgi-stop" in answer["traced"]
     else:
         assert answer["traced"] == []
+
+
+def test_profiler_options_from_the_environment_alone_are_honoured(config_dir, tmp_path):
+    # oslo.config reads OS_<GROUP>__<OPTION>: no [profiler] section needed.
+    pytest.importorskip("osprofiler")
+    env = {**env_for(config_dir, tmp_path), "OS_PROFILER__ENABLED": "true",
+           "OS_PROFILER__HMAC_KEYS": "s3cret",
+           "OS_PROFILER__CONNECTION_STRING": "sqlalchemy://"}
+    result = subprocess.run([sys.executable, "-c", PROFILED], capture_output=True, text=True,
+                            env=env, timeout=120)
+    assert result.returncode == 0, result.stderr
+    import json
+    answer = json.loads(result.stdout.splitlines()[-1])
+    assert answer["status"] == "200 OK"
+    assert answer["traced"][:1] == ["wsgi-start"]

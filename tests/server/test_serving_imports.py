@@ -2,8 +2,12 @@
 workers import only what serving uses; every process that serves would
 otherwise keep it resident for its whole life.  Alembic (with Mako and
 Pygments) is needed only when the schema has to change, which a start on a
-database already at allotment's schema never does; psycopg only on
-PostgreSQL; keystonemiddleware only with ``[api] auth_strategy = keystone``."""
+database already at allotment's schema never does; psycopg and SQLAlchemy's
+PostgreSQL dialect only on PostgreSQL, its MySQL dialect only on MySQL;
+keystonemiddleware only with ``[api] auth_strategy = keystone``; osprofiler
+only with a ``[profiler]`` section; requests (and urllib3) only by a policy
+rule that names oslo.policy's ``http:`` or ``https:`` check, or by the
+client speaking HTTP."""
 
 from __future__ import annotations
 
@@ -16,7 +20,8 @@ import sqlalchemy as sa
 
 from allotment.storage import migration
 
-_HEAVY = ("alembic", "mako", "pygments", "psycopg", "keystonemiddleware")
+_HEAVY = ("alembic", "mako", "pygments", "psycopg", "keystonemiddleware", "osprofiler",
+          "sqlalchemy.dialects.postgresql", "sqlalchemy.dialects.mysql", "requests", "urllib3")
 
 # allotment-api's own start-up, up to the point where gunicorn would fork:
 # the main process's schema check and world, then what a worker does with
