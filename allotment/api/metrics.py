@@ -60,7 +60,15 @@ class Metrics(Resource):
 
 class CountRequests:
     """Falcon middleware: every answered request counted by route, method,
-    status and microversion, with its latency."""
+    status and microversion, with its latency.
+
+    The counter's and the histogram's children for each set of labels are
+    kept once found: ``labels()`` checks the values and takes a lock on
+    every call, and a server answers a few dozen sets all day."""
+
+    def __init__(self) -> None:
+        self._found: telemetry.Metrics | None = None
+        self._children: dict[tuple[str, ...], tuple] = {}
 
     def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
         req.context.started = time.perf_counter()
@@ -73,8 +81,14 @@ class CountRequests:
         labels = (req.uri_template or "unrouted", req.method, str(resp.status_code),
                   "" if version is None else f"{version[0]}.{version[1]}")
         found = telemetry.metrics()
-        found.requests.labels(*labels).inc()
-        found.latency.labels(*labels).observe(time.perf_counter() - started)
+        if found is not self._found:  # the first request, or metrics made again
+            self._found, self._children = found, {}
+        children = self._children.get(labels)
+        if children is None:
+            children = (found.requests.labels(*labels), found.latency.labels(*labels))
+            self._children[labels] = children
+        children[0].inc()
+        children[1].observe(time.perf_counter() - started)
 
 
 def count_error(exc: errors.PlacementError) -> None:

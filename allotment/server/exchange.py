@@ -44,7 +44,11 @@ _SINGLE = {"CONTENT-LENGTH", "CONTENT-TYPE", "HOST"}
 _BODILESS = ("1", "204", "304")
 _HEADER_BUFFER = 65536
 #: The flag that makes one socket call not wait (0 where there is none).
-DONTWAIT = getattr(socket, "MSG_DONTWAIT", 0)
+#: Plain ints: ``|`` on the socket module's flag enums builds an enum
+#: member every time, on every request.
+DONTWAIT = int(getattr(socket, "MSG_DONTWAIT", 0))
+#: A look at what the client sent next, without waiting.
+PEEK_NOW = int(socket.MSG_PEEK) | DONTWAIT
 
 
 class Request:
@@ -278,7 +282,7 @@ def close(sock: socket.socket, linger: Callable[[Any], None]) -> None:
     try:
         if untimed(sock):
             # A look that does not wait needs no change of mode first.
-            pending = sock.recv(1, socket.MSG_PEEK | DONTWAIT)
+            pending = sock.recv(1, PEEK_NOW)
         else:
             sock.setblocking(False)
             pending = sock.recv(1, socket.MSG_PEEK)

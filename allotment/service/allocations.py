@@ -286,8 +286,11 @@ def get_for_consumer(db: Database, consumer_uuid: str) -> list[Row]:
         return store.for_consumer(conn, consumer_uuid)
 
 
-def get_for_provider(db: Database, provider_uuid: str) -> tuple[int, list[Row]]:
-    """The provider's generation and every allocation against it.
+def get_for_provider(db: Database, provider_uuid: str, *,
+                     detail: bool = True) -> tuple[int, list[Row]]:
+    """The provider's generation and every allocation against it; without
+    ``detail`` only their consumers, classes and amounts (see
+    storage.allocations.provider_with_allocations).
 
     One statement, outside a transaction (no BEGIN, no COMMIT): a host's
     resource tracker asks this every period.
@@ -295,7 +298,7 @@ def get_for_provider(db: Database, provider_uuid: str) -> tuple[int, list[Row]]:
     found = None
     if resource_providers.storable(provider_uuid):
         with db.autocommit() as conn:
-            found = store.provider_with_allocations(conn, provider_uuid)
+            found = store.provider_with_allocations(conn, provider_uuid, detail=detail)
     if found is None:
         raise errors.NotFound(
             f"Resource provider '{provider_uuid}' not found: No resource "

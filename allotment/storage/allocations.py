@@ -7,6 +7,7 @@ service composes them into one write transaction per request.
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Iterable, Mapping
 
 import sqlalchemy as sa
@@ -80,30 +81,54 @@ def for_provider(conn: Connection, provider_id: int) -> list[Row]:
     return list(conn.execute(query))
 
 
-# A provider's generation and its allocations in one statement: the row of a
-# provider without allocations has NULLs for the rest.
-_PROVIDER_WITH_ALLOCATIONS = sa.select(
-    resource_providers.c.generation.label("provider_generation"),
-    consumers.c.uuid.label("consumer_uuid"),
+def _provider_with_allocations(*detail: sa.ColumnElement) -> sa.Select:
+    """A provider's generation and its allocations in one statement: the row
+    of a provider without allocations has NULLs for the rest.
+
+    No ORDER BY: the allocations' order (their ids) is not the order of the
+    index the rows are found by (provider, class, amount), so MySQL and
+    MariaDB would put every answer through a temporary table and a sort.
+    The rows carry the allocation id, and the caller sorts them."""
+    return sa.select(
+        resource_providers.c.generation.label("provider_generation"),
+        TABLE.c.id.label("allocation_id"),
+        consumers.c.uuid.label("consumer_uuid"),
+        resource_classes.c.name.label("resource_class"),
+        TABLE.c.used, *detail,
+    ).select_from(
+        resource_providers.outerjoin(
+            TABLE.join(consumers, TABLE.c.consumer_id == consumers.c.uuid)
+            .join(resource_classes, TABLE.c.resource_class_id == resource_classes.c.id),
+            TABLE.c.resource_provider_id == resource_providers.c.id)
+    ).where(resource_providers.c.uuid == sa.bindparam("uuid"))
+
+
+# Every column an answer may show (consumer generations from 1.28, the
+# last-modified stamp from 1.15) ...
+_PROVIDER_WITH_ALLOCATIONS = _provider_with_allocations(
     consumers.c.generation.label("consumer_generation"),
-    resource_classes.c.name.label("resource_class"),
-    TABLE.c.used, TABLE.c.created_at, TABLE.c.updated_at,
-).select_from(
-    resource_providers.outerjoin(
-        TABLE.join(consumers, TABLE.c.consumer_id == consumers.c.uuid)
-        .join(resource_classes, TABLE.c.resource_class_id == resource_classes.c.id),
-        TABLE.c.resource_provider_id == resource_providers.c.id)
-).where(resource_providers.c.uuid == sa.bindparam("uuid")).order_by(TABLE.c.id)
+    TABLE.c.created_at, TABLE.c.updated_at)
+# ... and only the amounts, for older microversions (nova's resource
+# tracker reads at 1.0 every period): each column is a packet more for a
+# pure-Python driver to read for every row, and dates are parsed in Python.
+_PROVIDER_WITH_AMOUNTS = _provider_with_allocations()
+_BY_ALLOCATION_ID = operator.itemgetter(1)
 
 
-def provider_with_allocations(conn: Connection, uuid: str) -> tuple[int, list[Row]] | None:
-    """(generation, :func:`for_provider`'s rows) of the provider with this
-    UUID, or None if there is none: one statement, so one consistent
-    snapshot even outside a transaction."""
-    rows = list(direct.execute(conn, _PROVIDER_WITH_ALLOCATIONS, {"uuid": uuid}))
+def provider_with_allocations(conn: Connection, uuid: str, *,
+                              detail: bool = True) -> tuple[int, list[Row]] | None:
+    """(generation, rows) of the provider with this UUID, or None if there
+    is none: one statement, so one consistent snapshot even outside a
+    transaction.  Rows, in the allocations' order: allocation_id,
+    consumer_uuid, resource_class, used and, with ``detail``,
+    consumer_generation, created_at and updated_at."""
+    statement = _PROVIDER_WITH_ALLOCATIONS if detail else _PROVIDER_WITH_AMOUNTS
+    rows = list(direct.execute(conn, statement, {"uuid": uuid}))
     if not rows:
         return None
-    return rows[0].provider_generation, [r for r in rows if r.consumer_uuid is not None]
+    held = [r for r in rows if r.consumer_uuid is not None]
+    held.sort(key=_BY_ALLOCATION_ID)
+    return rows[0].provider_generation, held
 
 
 def of_consumers(conn: Connection, consumer_uuids: Iterable[str]) -> list[Row]:

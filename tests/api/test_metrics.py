@@ -180,6 +180,38 @@ def test_requests_are_counted_by_route_method_status_and_microversion(api):
     assert value(after, hist, **ok) - value(before, hist, **ok) == 3
 
 
+def test_each_set_of_labels_is_looked_up_once(api, monkeypatch):
+    """Every request is counted, but the children of a set of labels are
+    looked up (values checked, a lock taken) on its first request only;
+    metrics made again are looked up again."""
+    from prometheus_client.metrics import MetricWrapperBase
+
+    looked_up: list[tuple] = []
+    real = MetricWrapperBase.labels
+
+    def labels(self, *values, **named):
+        looked_up.append(values)
+        return real(self, *values, **named)
+
+    monkeypatch.setattr(MetricWrapperBase, "labels", labels)
+    before = scrape(api)
+    looked_up.clear()
+    for _ in range(4):
+        assert api.get("/resource_providers", version="1.21").status == 200
+    ok = ("/resource_providers", "GET", "200", "1.21")
+    assert looked_up.count(ok) <= 2  # the counter's and the histogram's, once
+    after = scrape(api)
+    name = "allotment_http_requests_total"
+    labels_ok = dict(zip(telemetry.REQUEST_LABELS, ok, strict=True))
+    assert value(after, name, **labels_ok) - value(before, name, **labels_ok) == 4
+    monkeypatch.setattr(telemetry, "_METRICS", None)  # made again
+    looked_up.clear()
+    assert api.get("/resource_providers", version="1.21").status == 200
+    assert looked_up.count(ok) == 2
+    again = scrape(api)
+    assert value(again, name, **labels_ok) == 1
+
+
 def test_conflicts_and_candidates_are_counted(api):
     w = populate(api)
     before = scrape(api)

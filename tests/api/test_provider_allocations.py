@@ -107,3 +107,79 @@ def test_one_round_trip_on_mysql(api, db):
 def test_malformed_uuid_is_404(api):
     resp = api.get("/resource_providers/not%20a%20uuid/allocations")
     assert resp.status == 404
+
+
+def _claim_in_turn(api, rp, amounts):
+    """Consumers claiming ``amounts`` of VCPU in turn: allocation ids
+    grow with the claims, the amounts do not."""
+    consumers = []
+    for amount in amounts:
+        consumer = new_uuid()
+        assert claim(api, consumer, rp, VCPU=amount).status == 204
+        consumers.append(consumer)
+    return consumers
+
+
+@pytest.mark.parametrize("version", ["1.0", "1.15", "1.28"])
+def test_consumers_in_the_order_they_claimed(api, version):
+    """The body lists consumers in the order of their allocations (their
+    ids), not in the order the database finds them by (provider, class,
+    amount)."""
+    rp = make_provider(api, VCPU=64, DISK_GB=100)
+    consumers = _claim_in_turn(api, rp, [5, 1, 4, 2, 3])
+    later = new_uuid()
+    assert claim(api, later, rp, DISK_GB=1, VCPU=6).status == 204
+    got = api.get(f"/resource_providers/{rp}/allocations", version=version)
+    assert list(got.json["allocations"]) == [*consumers, later]
+    assert got.json["allocations"][later]["resources"] == {"DISK_GB": 1, "VCPU": 6}
+
+
+def _statement_of(db, run):
+    """The one statement (text, parameters) that names allocations sent
+    while ``run`` runs."""
+    sent: list[tuple[str, object]] = []
+
+    def record(conn, cursor, statement, parameters, context, executemany):
+        sent.append((statement, parameters))
+
+    for engine in db.engines:
+        event.listen(engine, "before_cursor_execute", record)
+    try:
+        run()
+    finally:
+        for engine in db.engines:
+            event.remove(engine, "before_cursor_execute", record)
+    found = [(s, p) for s, p in sent if "allocations" in s]
+    assert len(found) == 1, sent
+    return found[0]
+
+
+def test_amounts_alone_below_1_15(api, db):
+    """Before 1.15 (no last-modified) and 1.28 (no consumer generations)
+    neither the allocations' dates nor the consumers' generations are read;
+    from 1.15 they are, and last-modified is the newest date."""
+    rp = make_provider(api, VCPU=8)
+    _claim_in_turn(api, rp, [1, 2])
+    url = f"/resource_providers/{rp}/allocations"
+    lean, _ = _statement_of(db, lambda: api.get(url, version="1.14"))
+    assert "created_at" not in lean and "generation AS consumer_generation" not in lean
+    full, _ = _statement_of(db, lambda: api.get(url, version="1.15"))
+    assert "created_at" in full and "consumer_generation" in full
+
+
+def test_no_temporary_table_or_sort_on_mysql(api, db):
+    """MariaDB finds a provider's allocations by (provider, class, amount):
+    asked for them in id order it copies them to a temporary table and
+    sorts them, on every host's every period.  The statement asks for no
+    order (the rows are sorted in Python) and the server makes neither."""
+    if db.backend != "mysql":
+        pytest.skip("MySQL's and MariaDB's plans")
+    rp = make_provider(api, VCPU=64)
+    _claim_in_turn(api, rp, [3, 1, 2])
+    for version in ("1.0", "1.28"):
+        statement, parameters = _statement_of(
+            db, lambda v=version: api.get(f"/resource_providers/{rp}/allocations", version=v))
+        with db.engine.connect() as conn:
+            plan = conn.exec_driver_sql("EXPLAIN " + statement, parameters).all()
+        extra = " ".join(str(row[-1]) for row in plan)
+        assert "temporary" not in extra and "filesort" not in extra, plan
