@@ -21,10 +21,7 @@ every checkout): :class:`FeedProbe` asks it on a connection of its own, one
 round trip.  On PostgreSQL that question is a statement prepared once on
 the connection and executed through libpq directly (psycopg's ``pq``
 layer): about 35 us a round trip against 100 us through a cursor, which
-parses the text again and builds a result object every time.  On MySQL
-and MariaDB the answer is read off PyMySQL's connection packet by packet
-(:func:`_read_last_row`): about 20 us against 50 us through a cursor, which
-parses every column's description into objects nobody reads.  Any failure
+parses the text again and builds a result object every time.  Any failure
 there sends the caller the usual way (pooled, checked connections whose
 errors become 503s), so the probe never changes what a client sees, only
 how fast a quiet answer comes.
@@ -148,9 +145,6 @@ class FeedProbe(_OwnConnection):
         # in order -- the whole feed, an hour of writes, every request.
         self._sql = _probe_sql(backend)
         self._pgconn: Any = None
-        # PyMySQL's connection, read packet by packet (see _read_last_row).
-        self._mysql: Any = None
-        self._mysql_sql = self._sql.encode()
         # The question sent by ask() and not yet answered: its answer is
         # taken only by the context (request) that asked it (_ASKED).
         self._pending: object | None = None
@@ -216,9 +210,6 @@ class FeedProbe(_OwnConnection):
                 conn = self._connection()
                 if self._pgconn is not None:
                     return self._libpq_answer(position)
-                if self._mysql is not None:
-                    last = _read_last_row(self._mysql, self._mysql_sql)
-                    return self._moved(None if last is None else (*last, None), position)
                 cur = conn.cursor()
                 try:
                     cur.execute(self._sql)
@@ -276,7 +267,6 @@ class FeedProbe(_OwnConnection):
         fairy.detach()
         self._engine.dialect.set_isolation_level(fairy.dbapi_connection, "AUTOCOMMIT")
         self._pgconn = _prepared_libpq(fairy.dbapi_connection)
-        self._mysql = _readable_pymysql(fairy.dbapi_connection)
         if self._pgconn is not None:
             # psycopg is imported only here, where a PostgreSQL connection
             # already brought it: on other databases every process of a
@@ -288,7 +278,6 @@ class FeedProbe(_OwnConnection):
 
     def _close(self) -> None:
         self._pgconn = None
-        self._mysql = None
         self._pending = None
         super()._close()
 
@@ -316,46 +305,3 @@ def _prepared_libpq(dbapi_connection: Any) -> Any:
     if result.status != pq.ExecStatus.COMMAND_OK:
         raise RuntimeError(result.error_message.decode(errors="replace"))
     return pgconn
-
-
-# MySQL's protocol: the command that sends a statement's text.
-_COM_QUERY = 0x03
-# What the probe reads of PyMySQL's connection (see _read_last_row).
-_PYMYSQL_READERS = ("_execute_command", "_read_packet")
-
-
-def _readable_pymysql(dbapi_connection: Any) -> Any:
-    """``dbapi_connection`` if it is PyMySQL's and has what
-    :func:`_read_last_row` reads it with; None otherwise (then the probe
-    takes the cursor path)."""
-    if not type(dbapi_connection).__module__.startswith("pymysql."):
-        return None
-    if not all(callable(getattr(dbapi_connection, name, None)) for name in _PYMYSQL_READERS):
-        return None
-    return dbapi_connection
-
-
-def _read_last_row(conn: Any, sql: bytes) -> tuple[int, int | None] | None:
-    """The probe's answer, ``(id, stamp)`` or None for an empty feed, read
-    off PyMySQL's connection ``conn`` packet by packet.
-
-    A cursor would parse both columns' descriptions (names, types,
-    character sets) into objects and look up a converter for each: the
-    larger part of the probe's cost in Python, for a statement whose two
-    integer columns are known.  ``_read_packet`` checks the packets' order
-    and raises an error packet as the cursor would; anything else
-    unexpected raises here, and the probe gives way (FeedProbe._give_way).
-    """
-    conn._execute_command(_COM_QUERY, sql)
-    columns = conn._read_packet().read_length_encoded_integer()
-    if columns != 2:
-        # Not the answer of this statement (an OK packet has no columns):
-        # the connection's state is unknown, so it is not read further.
-        raise RuntimeError(f"the probe's answer has {columns} columns")
-    for _ in range(columns + 1):  # their descriptions, then an EOF packet
-        conn._read_packet()
-    last = None
-    while not (packet := conn._read_packet()).is_eof_packet():
-        row_id, stamp = packet.read_length_coded_string(), packet.read_length_coded_string()
-        last = (int(row_id), None if stamp is None else int(stamp))
-    return last

@@ -223,67 +223,6 @@ def test_a_probe_whose_statement_fails_gives_way(db, monkeypatch):
     assert db.probe._pgconn is not None
 
 
-def _mysql_probe(db, monkeypatch) -> Replica:
-    if db.backend != "mysql":
-        pytest.skip("the packet-by-packet path is PyMySQL's")
-    monkeypatch.setattr(watch, "PROBE_BACKOFF", 0.0)  # whatever earlier tests did
-    replica = Replica(db)
-    replica.catch_up()
-    return replica
-
-
-def test_on_mysql_the_probe_reads_its_answer_without_a_cursor(db, monkeypatch):
-    """The probe's answer is read off the connection as it comes, not
-    through a cursor that parses every column's description; it still
-    tells a new row, and a feed that went back, from a quiet one."""
-    import pymysql.cursors
-
-    replica = _mysql_probe(db, monkeypatch)
-    executed: list[str] = []
-    real = pymysql.cursors.Cursor.execute
-
-    def counted(self, query, args=None):
-        if self.connection is db.probe._mysql:  # the probe's, not the pool's
-            executed.append(query)
-        return real(self, query, args)
-
-    monkeypatch.setattr(pymysql.cursors.Cursor, "execute", counted)
-    assert db.probe.newer_than(replica.position) is False
-    connection = db.probe._mysql
-    assert connection is not None
-    provider_service.create_provider(db, name="seen-by-the-packet-probe")
-    assert db.probe.newer_than(replica.position) is True
-    replica.catch_up()
-    assert db.probe.newer_than(replica.position) is False
-    # The same id with another stamp: a database that went back in time.
-    assert db.probe.newer_than(
-        dataclasses.replace(replica.position, stamp=(replica.position.stamp or 0) + 1)) is True
-    assert db.probe.newer_than(dataclasses.replace(replica.position, id=replica.head - 1)) is True
-    assert executed == []
-    assert db.probe._mysql is connection  # one connection, kept
-
-
-def test_on_mysql_an_unexpected_answer_gives_way(db, feed_reads, monkeypatch):
-    """An answer that is not the probe's (here a statement of one column;
-    the same for an error packet) is a failure: the caller reads the feed
-    the usual way, and the probe connects again."""
-    replica = _mysql_probe(db, monkeypatch)
-    assert db.probe.newer_than(replica.position) is False
-    for wrong in (b"SELECT 1", b"SELECT id, stamp FROM no_such_table"):
-        monkeypatch.setattr(db.probe, "_mysql_sql", wrong)
-        assert db.probe.newer_than(replica.position) is None
-        assert db.probe._mysql is None
-        rp = provider_service.create_provider(db, name=f"seen-the-usual-way-{len(wrong)}")
-        feed_reads.clear()
-        with replica.current() as world:
-            assert world.snapshot.get(rp.uuid) is not None
-        assert feed_reads
-    monkeypatch.undo()
-    monkeypatch.setattr(watch, "PROBE_BACKOFF", 0.0)
-    assert db.probe.newer_than(replica.position) is False
-    assert db.probe._mysql is not None
-
-
 def test_gaps_are_asked_for_the_usual_way(db, feed_reads):
     """Ids skipped by out-of-order commits are read with every request
     until they appear or are given up; the probe only asks past the head."""
