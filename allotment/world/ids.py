@@ -54,9 +54,15 @@ class UuidsById(MutableMapping[int, str]):
             near[pid] = uuid
             return
         if 0 <= pid < _SLOTS_PER_ID * (self._count + 1) + _SLACK:
-            near.extend([None] * (pid + 1 - len(near)))
+            start = len(near)
+            near.extend([None] * (pid + 1 - start))
+            # Ids put in _far while the list was shorter move into the
+            # slots it now has for them: an id is in one place only.
+            for moved in [f for f in self._far if start <= f <= pid]:
+                near[moved] = self._far.pop(moved)
+            if near[pid] is None:
+                self._count += 1
             near[pid] = uuid
-            self._count += 1
             return
         if pid not in self._far:
             self._count += 1

@@ -22,7 +22,9 @@ def test_it_answers_as_a_dict_under_any_sequence_of_changes(seed):
     ours, theirs = UuidsById(), {}
     for _ in range(3000):
         # Mostly dense ids, some far past the rest, some negative or reused.
-        pid = rng.choice((rng.randrange(500), rng.randrange(10**6, 10**9), rng.randrange(-5, 0)))
+        # and some just past the list's reach, which it grows to cover later.
+        pid = rng.choice((rng.randrange(500), rng.randrange(500, 4000),
+                          rng.randrange(10**6, 10**9), rng.randrange(-5, 0)))
         action = rng.random()
         if action < 0.6:
             ours[pid] = theirs[pid] = _uuid(rng.randrange(10**6))
@@ -35,7 +37,7 @@ def test_it_answers_as_a_dict_under_any_sequence_of_changes(seed):
             with pytest.raises(KeyError):
                 del ours[pid]
         assert len(ours) == len(theirs)
-        probe = rng.choice((pid, rng.randrange(-3, 600)))
+        probe = rng.choice((pid, rng.randrange(-3, 4000)))
         assert ours.get(probe) == theirs.get(probe)
         assert (probe in ours) == (probe in theirs)
     assert dict(ours) == theirs
@@ -47,6 +49,23 @@ def test_it_answers_as_a_dict_under_any_sequence_of_changes(seed):
         else:
             with pytest.raises(KeyError):
                 ours[pid]
+
+
+def test_an_id_kept_apart_is_found_once_the_list_reaches_it():
+    # An id past the list's reach is kept apart; ids written since make the
+    # list grow past it, and it is still found, counted once, listed once.
+    held, expected = UuidsById(), {}
+    held[3000] = expected[3000] = _uuid(3000)
+    for pid in range(1, 1500):
+        held[pid] = expected[pid] = _uuid(pid)
+        held[pid + 1500] = expected[pid + 1500] = _uuid(pid + 1500)
+    assert held.get(3000) == _uuid(3000)
+    assert 3000 in held
+    assert dict(held) == expected and len(held) == len(expected)
+    held[3000] = expected[3000] = _uuid(1)
+    del held[1]
+    del expected[1]
+    assert dict(held) == expected and len(held) == len(expected)
 
 
 def _held(n: int, ids) -> int:
