@@ -167,6 +167,20 @@ def test_amounts_alone_below_1_15(api, db):
     assert "created_at" in full and "consumer_generation" in full
 
 
+def _plans(api, db, explain: str) -> list[list]:
+    """The database's plan (``explain`` + the statement) of a provider's
+    allocations as read at 1.0 and at 1.28, with three of them held."""
+    rp = make_provider(api, VCPU=64)
+    _claim_in_turn(api, rp, [3, 1, 2])
+    plans = []
+    for version in ("1.0", "1.28"):
+        statement, parameters = _statement_of(
+            db, lambda v=version: api.get(f"/resource_providers/{rp}/allocations", version=v))
+        with db.engine.connect() as conn:
+            plans.append(conn.exec_driver_sql(explain + statement, parameters).all())
+    return plans
+
+
 def test_no_temporary_table_or_sort_on_mysql(api, db):
     """MariaDB finds a provider's allocations by (provider, class, amount):
     asked for them in id order it copies them to a temporary table and
@@ -174,13 +188,7 @@ def test_no_temporary_table_or_sort_on_mysql(api, db):
     order (the rows are sorted in Python) and the server makes neither."""
     if db.backend != "mysql":
         pytest.skip("MySQL's and MariaDB's plans")
-    rp = make_provider(api, VCPU=64)
-    _claim_in_turn(api, rp, [3, 1, 2])
-    for version in ("1.0", "1.28"):
-        statement, parameters = _statement_of(
-            db, lambda v=version: api.get(f"/resource_providers/{rp}/allocations", version=v))
-        with db.engine.connect() as conn:
-            plan = conn.exec_driver_sql("EXPLAIN " + statement, parameters).all()
+    for plan in _plans(api, db, "EXPLAIN "):
         extra = " ".join(str(row[-1]) for row in plan)
         assert "temporary" not in extra and "filesort" not in extra, plan
 
@@ -193,12 +201,6 @@ def test_found_by_index_on_sqlite(api, db):
     host's every period)."""
     if db.backend != "sqlite":
         pytest.skip("SQLite's plans")
-    rp = make_provider(api, VCPU=64)
-    _claim_in_turn(api, rp, [3, 1, 2])
-    for version in ("1.0", "1.28"):
-        statement, parameters = _statement_of(
-            db, lambda v=version: api.get(f"/resource_providers/{rp}/allocations", version=v))
-        with db.engine.connect() as conn:
-            plan = conn.exec_driver_sql("EXPLAIN QUERY PLAN " + statement, parameters).all()
+    for plan in _plans(api, db, "EXPLAIN QUERY PLAN "):
         steps = [str(row[-1]) for row in plan]
         assert all(step.startswith("SEARCH") for step in steps), steps
