@@ -29,6 +29,7 @@ from bisect import bisect_left, insort
 from collections.abc import Hashable, Iterable, Mapping
 
 from allotment.engine import kept, revisions, sharing_anchors
+from allotment.engine.generations import Generations
 from allotment.engine.inventory_maps import InventoryMaps, limits_of
 from allotment.engine.snapshot import SHARES_TRAIT, ProviderRecord, Snapshot
 
@@ -70,8 +71,8 @@ class LiveSnapshot(Snapshot):
         order = base._order
         self._names = (list(base._names) if order is None
                        else [base._names[k] for k in order])
-        self._generations = (list(base._generations) if order is None
-                             else [base._generations[k] for k in order])
+        self._generations = Generations(base._generations if order is None
+                                        else [base._generations[k] for k in order])
         self._order = None
         self.used = {u: dict(per_rc) for u, per_rc in base.used.items()}
         self._parents = set(base._parents)
@@ -247,6 +248,9 @@ class LiveSnapshot(Snapshot):
             self.used[uuid] = {rc: n for rc, n in per_rc.items() if n}
         else:
             self.used.pop(uuid, None)
+
+    def generations_total(self) -> int:
+        return self._generations.total  # kept as generations are set
 
     def set_generation(self, uuid: str, generation: int) -> None:
         """Raise a provider's generation to ``generation`` (never lowers it).

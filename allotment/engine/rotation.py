@@ -21,7 +21,8 @@ section never keeps more than about that (see :func:`trim`).
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Hashable
+import itertools
+from collections.abc import Callable, Hashable, Iterator
 
 from allotment.engine.live import LiveSnapshot
 
@@ -50,14 +51,18 @@ def start(snap: LiveSnapshot, memo: Callable[[Hashable], dict]) -> int:
     return kept["total"] * STEP % roots
 
 
-def rotated(snap: LiveSnapshot, anchors: list[int], first: int) -> list[int]:
+def rotated(snap: LiveSnapshot, anchors: list[int], first: int) -> Iterator[int]:
     """``anchors`` (roots in UUID order) beginning at the first of them at or
-    after the root of rank ``first``, the ones before it after the rest."""
+    after the root of rank ``first``, the ones before it after the rest.
+
+    Taken one at a time: an answer stops after its first few trees, and a
+    rotated copy of every anchor cost more than the rest of its round at
+    10,000 hosts."""
     if not anchors:
-        return anchors
+        return iter(())
     uuids = snap.uuids
     at = bisect.bisect_left(anchors, uuids[snap.roots[first]], key=uuids.__getitem__)
-    return anchors[at:] + anchors[:at]
+    return map(anchors.__getitem__, itertools.chain(range(at, len(anchors)), range(at)))
 
 
 def rank(snap: LiveSnapshot, root: int) -> int:
@@ -77,7 +82,19 @@ def trim(section: dict, snap: LiveSnapshot, first: int, reached: int) -> None:
     section[_REACH] = reach
     if len(section) <= 2 * reach + 8:
         return
-    ahead = {r: (k - first) % roots for k, r in enumerate(snap.roots)}
+    # Each kept tree's rank found by its root's UUID: ranking every root
+    # instead cost 4 ms a trim at 10,000 hosts.
     for r in [r for r in section if type(r) is int and r >= 0
-              and ahead.get(r, roots) >= reach]:
+              and _ahead(snap, r, first, roots) >= reach]:
         del section[r]
+
+
+def _ahead(snap: LiveSnapshot, r: int, first: int, roots: int) -> int:
+    """How many roots (UUID order) ``r`` comes after the root of rank
+    ``first``; ``roots`` when ``r`` is a root no longer."""
+    if r >= len(snap.uuids) or snap.uuids[r] is None:
+        return roots
+    k = rank(snap, r)
+    if k >= roots or snap.roots[k] != r:
+        return roots
+    return (k - first) % roots

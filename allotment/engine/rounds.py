@@ -32,7 +32,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import random
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 
 from allotment.engine import rotation
@@ -153,7 +153,7 @@ def assemble(snap: LiveSnapshot, memo: Callable[[Hashable], dict], names_version
     return Assembled(requests, [summary(r) for r in roots], reused)
 
 
-def _in_order(plan: Plan, anchors: list[int], rows: dict,
+def _in_order(plan: Plan, anchors: Iterable[int], rows: dict,
               encode: Callable[[Candidate], bytes], limit: int,
               ) -> tuple[list[bytes], list[int], int, int | None]:
     """(encoded requests, roots of the answer in order, trees reused, the

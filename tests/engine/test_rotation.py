@@ -87,9 +87,9 @@ def test_rank_and_rotated():
     snap = world(10)
     assert [rotation.rank(snap, r) for r in snap.roots] == list(range(10))
     every = list(snap.roots)
-    assert rotation.rotated(snap, every, 3) == every[3:] + every[:3]
+    assert list(rotation.rotated(snap, every, 3)) == every[3:] + every[:3]
     # A subset begins at its first root at or after the start's.
     odd = every[1::2]
-    assert rotation.rotated(snap, odd, 4) == odd[2:] + odd[:2]
-    assert rotation.rotated(snap, odd, 9) == odd[4:] + odd[:4]
-    assert rotation.rotated(snap, [], 3) == []
+    assert list(rotation.rotated(snap, odd, 4)) == odd[2:] + odd[:2]
+    assert list(rotation.rotated(snap, odd, 9)) == odd[4:] + odd[:4]
+    assert list(rotation.rotated(snap, [], 3)) == []
