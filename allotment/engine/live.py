@@ -25,11 +25,12 @@ searches (see ``allotment.world``).
 
 from __future__ import annotations
 
-from bisect import bisect_left, insort
+from bisect import bisect_left
 from collections.abc import Hashable, Iterable, Mapping
 
 from allotment.engine import kept, revisions, sharing_anchors
 from allotment.engine.generations import Generations
+from allotment.engine.index_upkeep import IndexUpkeep
 from allotment.engine.inventory_maps import InventoryMaps, limits_of
 from allotment.engine.snapshot import SHARES_TRAIT, ProviderRecord, Snapshot
 
@@ -38,7 +39,7 @@ _NO_USAGE: dict[str, int] = {}
 _REVISIONS = revisions.Revisions()
 
 
-class LiveSnapshot(Snapshot):
+class LiveSnapshot(Snapshot, IndexUpkeep):
     """A :class:`Snapshot` that :meth:`replace_trees` and :meth:`add_usage` change."""
 
     __slots__ = ("_free", "_interned", "_kept", "_limits", "_log", "_maps", "_revs",
@@ -418,29 +419,6 @@ class LiveSnapshot(Snapshot):
         self.index[uuid] = i
         return i
 
-    def _count_root(self, r: int, step: int) -> None:
-        counts = self._root_traits
-        traits = self.traits[r]
-        n = counts.get(traits, 0) + step
-        if n:
-            counts[traits] = n
-        else:
-            del counts[traits]
-
-    def _set_inventory(self, i: int, inventory: Mapping[str, tuple]) -> None:
-        old = self.inventory[i] or {}
-        by_rc = self._lazy.by_rc
-        for rc in old.keys() - inventory.keys():
-            members = by_rc[rc]
-            k = bisect_left(members, i)
-            if k < len(members) and members[k] == i:
-                del members[k]
-            if not members:
-                del by_rc[rc]
-        for rc in inventory.keys() - old.keys():
-            insort(by_rc.setdefault(rc, []), i)
-        self.inventory[i] = inventory
-
     def _blank(self, i: int) -> None:
         self.uuids[i] = None
         self.parent[i] = -1
@@ -475,38 +453,3 @@ class LiveSnapshot(Snapshot):
         self._set_inventory(i, self._maps[key])
         self._names[i] = rec.name
         self._generations[i] = rec.generation
-
-    def _set_aggregates(self, i: int, aggs: frozenset[str]) -> None:
-        old = self.aggregates[i]
-        if old == aggs:
-            return
-        members = self._lazy.agg_members
-        for a in old - aggs:
-            m = members.get(a)
-            if m is not None:
-                m.discard(i)
-                if not m:
-                    del members[a]
-        for a in aggs - old:
-            members.setdefault(a, set()).add(i)
-        self.aggregates[i] = aggs
-
-    def _place_in_trees(self, nodes: list[int]) -> None:
-        """Root and depth of ``nodes`` (whole trees) from their parents."""
-        parent, root, depth = self.parent, self.root, self.depth
-        done: set[int] = set()
-        for i in nodes:
-            chain = []
-            node = i
-            while node not in done and parent[node] != -1:
-                chain.append(node)
-                node = parent[node]
-                if len(chain) > len(nodes):
-                    raise ValueError("provider parent cycle detected")
-            if node not in done:
-                root[node], depth[node] = node, 0
-                done.add(node)
-            for k in reversed(chain):
-                root[k] = root[parent[k]]
-                depth[k] = depth[parent[k]] + 1
-                done.add(k)
