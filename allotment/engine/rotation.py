@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Iterator
 
 from allotment.engine.live import LiveSnapshot
 
@@ -36,19 +36,13 @@ STEP = 1
 _REACH = -2
 
 
-def start(snap: LiveSnapshot, memo: Callable[[Hashable], dict]) -> int:
+def start(snap: LiveSnapshot) -> int:
     """The rank among ``snap.roots`` of the root rounds start at now."""
     roots = len(snap.roots)
     if not roots:
         return 0
-    # The sum changes only when a generation does, and each such change
-    # touches its provider: kept per touch mark (the sum walks every provider).
-    kept = memo(("rotation-generations",))
-    mark = snap.touch_mark()
-    if kept.get("at") != mark:
-        kept["total"] = snap.generations_total()
-        kept["at"] = mark
-    return kept["total"] * STEP % roots
+    # Kept by the snapshot as generations are set (engine.generations).
+    return snap.generations_total() * STEP % roots
 
 
 def rotated(snap: LiveSnapshot, anchors: list[int], first: int) -> Iterator[int]:

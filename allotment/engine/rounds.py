@@ -131,7 +131,7 @@ def assemble(snap: LiveSnapshot, memo: Callable[[Hashable], dict], names_version
         rows = memo(("candidate-rounds", kind, encoder.shape))
         _brought_up(rows, snap, names_version)
         anchors = plan.anchors(None)
-        first = rotation.start(snap, memo) if rotate else None
+        first = rotation.start(snap) if rotate else None
         if first is not None:
             anchors = rotation.rotated(snap, anchors, first)
         requests, roots, reused, walked = _in_order(plan, anchors, rows, encoder.candidate,
