@@ -121,11 +121,15 @@ def assemble(snap: LiveSnapshot, memo: Callable[[Hashable], dict], names_version
     _brought_up(trees, snap, names_version)
     many = snap.trees_of_many().get
 
-    def summary(r: int) -> bytes:
-        encoded = trees.get(r)
-        if encoded is None:
-            encoded = trees[r] = encoder.tree(summaries_of(many(r) or (r,)))
-        return encoded
+    def summaries(roots: list[int]) -> list[bytes]:
+        # Each tree's summary as kept (a lookup in C for the thousand trees
+        # of nova's usual answer), made only for the trees not kept.
+        found = list(map(trees.get, roots))
+        if None in found:
+            for k, r in enumerate(roots):
+                if found[k] is None:
+                    found[k] = trees[r] = encoder.tree(summaries_of(many(r) or (r,)))
+        return found
 
     if rng is None:
         rows = memo(("candidate-rounds", kind, encoder.shape))
@@ -139,18 +143,18 @@ def assemble(snap: LiveSnapshot, memo: Callable[[Hashable], dict], names_version
         if first is not None and walked is not None:
             # The summaries' trees in UUID order, as the general path writes them.
             roots.sort(key=snap.uuids.__getitem__)
-            summaries = [summary(r) for r in roots]
+            encoded = summaries(roots)
             reached = rotation.rank(snap, walked)
             rotation.trim(rows, snap, first, reached)
             rotation.trim(trees, snap, first, reached)
-            return Assembled(requests, summaries, reused)
+            return Assembled(requests, encoded, reused)
     else:
         rows = memo(("candidate-rounds-whole", kind, encoder.shape))
         _brought_up(rows, snap, names_version)
         requests, roots, reused = _at_random(plan, rows, encoder.candidate, limit, rng)
         # The summaries' trees in UUID order, as the general path writes them.
         roots.sort(key=snap.uuids.__getitem__)
-    return Assembled(requests, [summary(r) for r in roots], reused)
+    return Assembled(requests, summaries(roots), reused)
 
 
 def _in_order(plan: Plan, anchors: Iterable[int], rows: dict,
@@ -178,20 +182,26 @@ def _in_order(plan: Plan, anchors: Iterable[int], rows: dict,
     roots: list[int] = []
     alive: list[tuple[int, list]] = []
     get = rows.get
-    walked = None
+    taken = 0
+    r = None
     for r in anchors:
-        walked = r
         kept = get(r)
         if kept is None:
             kept = rows[r] = row(r, depth)
         else:
             reused += 1
-        if kept[0]:
-            alive.append((r, kept))
-            requests.append(kept[0][0])
+        found = kept[0]
+        if found:
+            if kept[1] or len(found) > 1:
+                # Only a tree with more to give takes part in later rounds
+                # (a flat host's one candidate does not).
+                alive.append((r, kept))
+            requests.append(found[0])
             roots.append(r)
-            if len(requests) == limit:
+            taken += 1
+            if taken == limit:
                 break
+    walked = r  # the last anchor the first round looked at
     # Later rounds: the next candidate of each tree that has one.
     k = 1
     while alive and len(requests) < limit:
