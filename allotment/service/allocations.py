@@ -281,8 +281,10 @@ def delete_for_consumer(db: Database, consumer_uuid: str) -> None:
 
 
 def get_for_consumer(db: Database, consumer_uuid: str) -> list[Row]:
-    """The consumer's allocations (empty when it holds none or does not exist)."""
-    with db.read() as conn:
+    """The consumer's allocations (empty when it holds none or does not
+    exist): one statement, outside a transaction (no BEGIN, no COMMIT).
+    nova's scheduler asks this before every claim."""
+    with db.autocommit() as conn:
         return store.for_consumer(conn, consumer_uuid)
 
 

@@ -33,8 +33,32 @@ TABLE = allocations
 Pair = tuple[int, int]
 
 
+# One consumer's allocations, built once: a statement built per call costs
+# SQLAlchemy more than the read itself, and a built one goes to the driver
+# directly (storage/direct.py).  The scheduler asks this before every claim
+# and every move.
+_FOR_CONSUMER = sa.select(
+    resource_providers.c.uuid.label("provider_uuid"),
+    resource_providers.c.generation.label("provider_generation"),
+    resource_classes.c.name.label("resource_class"),
+    TABLE.c.used, TABLE.c.created_at, TABLE.c.updated_at,
+    consumers.c.generation.label("consumer_generation"),
+    projects.c.external_id.label("project_external_id"),
+    users.c.external_id.label("user_external_id"),
+    consumer_types.c.name.label("consumer_type"),
+).select_from(
+    TABLE.join(consumers, TABLE.c.consumer_id == consumers.c.uuid)
+    .join(resource_providers, TABLE.c.resource_provider_id == resource_providers.c.id)
+    .join(resource_classes, TABLE.c.resource_class_id == resource_classes.c.id)
+    .join(projects, consumers.c.project_id == projects.c.id)
+    .join(users, consumers.c.user_id == users.c.id)
+    .outerjoin(consumer_types, consumers.c.consumer_type_id == consumer_types.c.id)
+).where(consumers.c.uuid == sa.bindparam("uuid")).order_by(TABLE.c.id)
+
+
 def for_consumer(conn: Connection, consumer_uuid: str) -> list[Row]:
-    """Every allocation of one consumer, with its provider and owner.
+    """Every allocation of one consumer, with its provider and owner: one
+    statement, so one consistent snapshot even outside a transaction.
 
     Rows: provider_uuid, provider_generation, resource_class, used,
     created_at, updated_at, consumer_generation, project_external_id,
@@ -42,25 +66,7 @@ def for_consumer(conn: Connection, consumer_uuid: str) -> list[Row]:
     """
     if not storable_text(consumer_uuid):
         return []
-    rp = resource_providers
-    query = sa.select(
-        rp.c.uuid.label("provider_uuid"),
-        rp.c.generation.label("provider_generation"),
-        resource_classes.c.name.label("resource_class"),
-        TABLE.c.used, TABLE.c.created_at, TABLE.c.updated_at,
-        consumers.c.generation.label("consumer_generation"),
-        projects.c.external_id.label("project_external_id"),
-        users.c.external_id.label("user_external_id"),
-        consumer_types.c.name.label("consumer_type"),
-    ).select_from(
-        TABLE.join(consumers, TABLE.c.consumer_id == consumers.c.uuid)
-        .join(rp, TABLE.c.resource_provider_id == rp.c.id)
-        .join(resource_classes, TABLE.c.resource_class_id == resource_classes.c.id)
-        .join(projects, consumers.c.project_id == projects.c.id)
-        .join(users, consumers.c.user_id == users.c.id)
-        .outerjoin(consumer_types, consumers.c.consumer_type_id == consumer_types.c.id)
-    ).where(consumers.c.uuid == consumer_uuid).order_by(TABLE.c.id)
-    return list(conn.execute(query))
+    return list(direct.execute(conn, _FOR_CONSUMER, {"uuid": consumer_uuid}))
 
 
 def for_provider(conn: Connection, provider_id: int) -> list[Row]:

@@ -408,3 +408,38 @@ def test_a_claim_on_the_driver_that_lost_a_race_for_one_provider_moves_none(db, 
     with db.read() as conn:
         assert [store.get_by_uuid(conn, rp.uuid).generation for rp in tree] == [
             rp.generation for rp in tree]
+
+
+def test_a_consumers_allocations_are_one_statement_on_the_driver(db, sent_direct):
+    """nova's scheduler reads a consumer's allocations before every claim:
+    once learned, one statement on the driver, outside a transaction (no
+    BEGIN of ours), and the rows read as they were through SQLAlchemy."""
+    from allotment.service import allocations as allocation_service
+
+    on_driver, through_sqlalchemy = sent_direct
+    through_any_engine: list[str] = []
+
+    def record(conn, clauseelement, multiparams, params, execution_options):
+        through_any_engine.append(str(clauseelement))
+
+    tree = _tree_of_three(db)
+    _claim(db, consumer := _uuid(), tree)
+    learned = allocation_service.get_for_consumer(db, consumer)
+    for engine in db.engines:
+        event.listen(engine, "before_execute", record)
+    try:
+        on_driver.clear()
+        through_sqlalchemy.clear()
+        rows = allocation_service.get_for_consumer(db, consumer)
+        assert allocation_service.get_for_consumer(db, _uuid()) == []
+    finally:
+        for engine in db.engines:
+            event.remove(engine, "before_execute", record)
+    assert through_sqlalchemy == [] and through_any_engine == []
+    assert _first_words(on_driver) == ["SELECT", "SELECT"], on_driver
+    assert [tuple(r) for r in rows] == [tuple(r) for r in learned]
+    assert sorted((r.provider_uuid, r.resource_class, r.used) for r in rows) == sorted([
+        (tree[0].uuid, "DISK_GB", 1), (tree[1].uuid, "VCPU", 2), (tree[2].uuid, "VGPU", 1)])
+    assert {(r.project_external_id, r.user_external_id, r.consumer_generation)
+            for r in rows} == {("project", "user", 1)}
+    assert all(r.created_at is not None for r in rows)
