@@ -218,8 +218,10 @@ _LIMITS_OF = sa.select(
 _LIMITS = _LIMITS_OF.where(
     inventories.c.resource_provider_id.in_(sa.bindparam("pids", expanding=True)),
     inventories.c.resource_class_id.in_(sa.bindparam("cids", expanding=True)))
-# PostgreSQL's, with arrays: one text whatever the lengths, so it may go
-# straight to the driver (every claim reads its limits this way).
+# PostgreSQL's for longer lists, with arrays: one text whatever the
+# lengths, so it may go straight to the driver.  Shorter lists (a claim's)
+# take one parameter per value, as elsewhere: with arrays the statement is
+# planned again at every execution (see resource_providers._locked_listed).
 _LIMITS_ARRAYS = _LIMITS_OF.where(
     inventories.c.resource_provider_id == sa.any_(sa.bindparam("pids",
                                                                type_=sa.ARRAY(sa.Integer))),
@@ -229,7 +231,8 @@ _LIMITS_ARRAYS = _LIMITS_OF.where(
 
 @functools.cache
 def _limits_listed(pids: int, cids: int) -> sa.Select:
-    """Off PostgreSQL: one statement per number of providers and of classes."""
+    """One statement per number of providers and of classes (up to
+    ``direct.LISTED_UP_TO`` of each)."""
     return _LIMITS_OF.where(direct.in_(inventories.c.resource_provider_id, "p", pids),
                             direct.in_(inventories.c.resource_class_id, "c", cids))
 
@@ -245,11 +248,11 @@ def limits_and_usage(conn: Connection, provider_ids: Iterable[int],
     if not pids or not cids:
         return {}
     found = {}
-    if conn.dialect.name == "postgresql":
-        rows = direct.execute(conn, _LIMITS_ARRAYS, {"pids": pids, "cids": cids})
-    elif len(pids) <= direct.LISTED_UP_TO and len(cids) <= direct.LISTED_UP_TO:
+    if len(pids) <= direct.LISTED_UP_TO and len(cids) <= direct.LISTED_UP_TO:
         rows = direct.execute(conn, _limits_listed(len(pids), len(cids)),
                               {**direct.listed("p", pids), **direct.listed("c", cids)})
+    elif conn.dialect.name == "postgresql":
+        rows = direct.execute(conn, _LIMITS_ARRAYS, {"pids": pids, "cids": cids})
     else:
         rows = conn.execute(_LIMITS, {"pids": pids, "cids": cids})
     for row in rows:
