@@ -158,6 +158,9 @@ class FeedCursor:
         if none): a provider the trees read are new to is read with its usage.
         The cursor moves past what it answers: apply it, or load everything.
         """
+        quick = self._from_probe()
+        if quick is not None:
+            return quick
         with self.db.autocommit() as conn:
             found = feed.read(conn, self.position, self.gaps)
             if found.back:
@@ -187,6 +190,30 @@ class FeedCursor:
                     e.reset for e in entries):
                 return RELOAD
             return self._with_what_they_name(conn, entries, named, trees, known)
+
+    def _from_probe(self) -> Changes | None:
+        """The rows after the world's own, from the feed's last rows that the
+        probe brought a moment ago in this request (PostgreSQL,
+        ``FeedProbe.recent``): only when they reach back to the world's own
+        row, still there with its stamp and epoch, when no id after it is
+        missing and none of them reshapes a tree (trees are read in the
+        snapshot of their rows).  Anything else (None) reads the feed the
+        usual way, which answers every other case, a database gone back
+        included."""
+        rows = self.db.probe.recent(self.position)
+        if rows is None or self.gaps or not self.position.id:
+            return None
+        rows = [row for row in rows if row[0] >= self.position.id]
+        if not rows or rows[0][0] != self.position.id:
+            return None
+        found = feed.tail(rows, self.position, epochs=True)
+        entries = found.entries
+        first = self.position.id + 1
+        if (found.back or not entries or _reshapes(entries)
+                or [e.id for e in entries] != list(range(first, first + len(entries)))):
+            return None
+        self._account(None, entries)  # no id skipped: nothing to ask the database
+        return Changes(entries)
 
     def _went_back(self) -> Reload:
         # The database no longer holds what the world applied (feed.Position):

@@ -21,7 +21,9 @@ every checkout): :class:`FeedProbe` asks it on a connection of its own, one
 round trip.  On PostgreSQL that question is a statement prepared once on
 the connection and executed through libpq directly (psycopg's ``pq``
 layer): about 35 us a round trip against 100 us through a cursor, which
-parses the text again and builds a result object every time.  Any failure
+parses the text again and builds a result object every time.  There its
+answer also brings the feed's last rows, which a world a few rows behind
+applies without reading the feed (``FeedProbe.recent``).  Any failure
 there sends the caller the usual way (pooled, checked connections whose
 errors become 503s), so the probe never changes what a client sees, only
 how fast a quiet answer comes.
@@ -50,6 +52,17 @@ PREPARED_PROBE = b"allotment_feed_probe"
 # Per context (a request): the question it sent with FeedProbe.ask().
 _ASKED: contextvars.ContextVar[object | None] = contextvars.ContextVar(
     "allotment_probe_asked", default=None)
+# How many of the feed's last rows the probe brings back on PostgreSQL: a
+# world fewer rows than this behind catches up from the probe's answer
+# alone (FeedCursor.advance), without reading the feed again.  That read
+# took a pooled connection and a statement PostgreSQL plans afresh every
+# time (its range depends on the value), on nearly every request that
+# reads the world while schedulers claim.
+RECENT_ROWS = 16
+# Per context: (the position the probe's latest answer was about, the rows
+# it brought in id order) when that answer found the feed moved.
+_RECENT: contextvars.ContextVar[tuple[Position, list[tuple]] | None] = \
+    contextvars.ContextVar("allotment_probe_recent", default=None)
 
 
 class _OwnConnection:
@@ -203,6 +216,7 @@ class FeedProbe(_OwnConnection):
                 pass
 
     def newer_than(self, position: Position) -> bool | None:
+        _RECENT.set(None)  # an earlier answer's rows are never taken for this one
         if not self._may_ask():
             return None
         with self._lock:
@@ -221,6 +235,17 @@ class FeedProbe(_OwnConnection):
             except Exception:
                 self._give_way()
                 return None
+
+    def recent(self, position: Position) -> list[tuple] | None:
+        """The feed's last rows, ``(id, stamp, data, epoch)`` in id order, as
+        the probe's latest answer in this context brought them, if that
+        answer was about ``position`` and found the feed moved; once.  None
+        otherwise (and off PostgreSQL)."""
+        kept = _RECENT.get()
+        if kept is None:
+            return None
+        _RECENT.set(None)
+        return kept[1] if kept[0] == position else None
 
     def _moved(self, last: tuple | None, position: Position) -> bool:
         """Whether the feed's last row ``(id, stamp, epoch)`` (None: the feed
@@ -254,11 +279,13 @@ class FeedProbe(_OwnConnection):
             raise RuntimeError("more than one answer to the probe")
         if result.ntuples == 0:  # an empty feed
             return self._moved(None, position)
-        # Text; None for NULL.
-        values = [result.get_value(0, i) for i in range(3)]
-        stamp = None if values[1] is None else int(values[1])
-        epoch = None if values[2] is None else int(values[2])
-        return self._moved((int(values[0]), stamp, epoch), position)
+        last = _probe_row(result, 0)
+        moved = self._moved(last[:3], position)
+        if moved:
+            rows = [_probe_row(result, i) for i in range(result.ntuples - 1, -1, -1)]
+            _RECENT.set((position, [(row_id, stamp, data, epoch)
+                                    for row_id, stamp, epoch, data in rows]))
+        return moved
 
     def _connect(self) -> Any:
         # Made by the pool's own creator, so with the engine's connect
@@ -282,15 +309,25 @@ class FeedProbe(_OwnConnection):
         super()._close()
 
 
+def _probe_row(result: Any, row: int) -> tuple[int, int | None, int | None, str]:
+    """(id, stamp, epoch, data) of a row of the probe's answer on libpq
+    (text; None for NULL)."""
+    values = [result.get_value(row, i) for i in range(4)]
+    return (int(values[0]), None if values[1] is None else int(values[1]),
+            None if values[2] is None else int(values[2]), values[3].decode())
+
+
 def _probe_sql(backend: str) -> str:
-    """The feed's last row: its id, its stamp and (PostgreSQL) the epoch.
-    Elsewhere no third column: each column of an answer is a packet more
-    for a pure-Python driver to read, on every request that reads the
-    world."""
+    """The feed's last row: its id, its stamp and, on PostgreSQL, the epoch,
+    and the last RECENT_ROWS rows with what they say (storage/cursor.py
+    applies them).  Elsewhere the last row's id and stamp alone: each
+    column of an answer is a packet more for a pure-Python driver to read,
+    on every request that reads the world."""
     table = placement_changes.name
-    epoch = ", (SELECT token FROM allotment_epoch WHERE id = 1)" if backend == "postgresql" \
-        else ""
-    return f"SELECT id, stamp{epoch} FROM {table} ORDER BY id DESC LIMIT 1"
+    if backend == "postgresql":
+        return (f"SELECT id, stamp, (SELECT token FROM allotment_epoch WHERE id = 1), data"
+                f" FROM {table} ORDER BY id DESC LIMIT {RECENT_ROWS}")
+    return f"SELECT id, stamp FROM {table} ORDER BY id DESC LIMIT 1"
 
 
 def _prepared_libpq(dbapi_connection: Any) -> Any:

@@ -292,6 +292,8 @@ def test_a_claim_on_the_driver_keeps_its_checks(db):
         for amounts in ({"VCPU": 1}, {"VCPU": 1, "MEMORY_MB": 256}):
             gone = _uuid()
             _claim(db, gone, {child.uuid: amounts})
+            # And a consumer's allocations replaced (its generation moves on).
+            _claim(db, gone, {child.uuid: {"VCPU": 1}}, generation=1)
             allocation_service.delete_for_consumer(db, gone)
     _claim(db, consumer, {child.uuid: {"VCPU": 100, "MEMORY_MB": 256}})
     with _through_sqlalchemy(db) as seen:

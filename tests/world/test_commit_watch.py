@@ -334,3 +334,130 @@ def test_a_read_over_http_takes_the_answer_it_asked_for_ahead(app, db, database_
     # A write asks nothing ahead.
     assert api.post("/resource_providers", json={"name": "a-write"}).status == 200
     assert db.probe._pending is None
+
+
+def _host_and_claims(db):
+    """A host with inventory, and a function that claims one VCPU on it."""
+    from allotment.service import allocations as allocation_service
+    from allotment.service.consumers import ConsumerRequest
+
+    rp = provider_service.create_provider(db, name=f"probe-rows-{len(_CLAIMED)}")
+    inventory_service.replace_inventories(db, rp.uuid, 0, {"VCPU": {"total": 1000}},
+                                          reserved_may_equal_total=False)
+
+    def claim(n: int) -> None:
+        for _ in range(n):
+            _CLAIMED.append(None)
+            allocation_service.replace_for_consumer(db, allocation_service.ConsumerAllocations(
+                ConsumerRequest(f"00000000-0000-0000-0003-{len(_CLAIMED):012d}", "p", "u"),
+                {rp.uuid: {"VCPU": 1}}), attempts=5)
+
+    return rp, claim
+
+
+_CLAIMED: list[None] = []
+
+
+def test_on_postgresql_a_world_a_few_claims_behind_catches_up_from_the_probe(
+        db, feed_reads, monkeypatch):
+    """The probe brings the feed's last rows: a world fewer than
+    RECENT_ROWS claims behind applies them without reading the feed."""
+    if db.backend != "postgresql":
+        pytest.skip("the libpq path is PostgreSQL's")
+    monkeypatch.setattr(watch, "PROBE_BACKOFF", 0.0)
+    rp, claim = _host_and_claims(db)
+    replica = Replica(db)
+    replica.catch_up()
+    feed_reads.clear()
+    claim(3)
+    with replica.current() as world:
+        assert world.snapshot.resources_of(rp.uuid) == {"VCPU": (1000, 3)}
+    assert feed_reads == []
+    claim(1)
+    with replica.current() as world:
+        assert world.snapshot.resources_of(rp.uuid) == {"VCPU": (1000, 4)}
+    assert feed_reads == []
+    fresh = Replica(db)
+    fresh.rebuild()
+    assert replica.position == fresh.position
+
+
+def test_on_postgresql_more_claims_than_the_probe_brings_are_read_from_the_feed(
+        db, feed_reads, monkeypatch):
+    if db.backend != "postgresql":
+        pytest.skip("the libpq path is PostgreSQL's")
+    monkeypatch.setattr(watch, "PROBE_BACKOFF", 0.0)
+    rp, claim = _host_and_claims(db)
+    replica = Replica(db)
+    replica.catch_up()
+    feed_reads.clear()
+    claim(watch.RECENT_ROWS + 1)
+    with replica.current() as world:
+        assert world.snapshot.resources_of(rp.uuid) == {"VCPU": (1000, watch.RECENT_ROWS + 1)}
+    assert len(feed_reads) == 1
+
+
+def test_on_postgresql_a_reshape_is_read_from_the_feed_with_its_trees(db, feed_reads,
+                                                                     monkeypatch):
+    """Rows that change trees are applied with the trees read in their own
+    snapshot: never from the probe's rows alone."""
+    if db.backend != "postgresql":
+        pytest.skip("the libpq path is PostgreSQL's")
+    monkeypatch.setattr(watch, "PROBE_BACKOFF", 0.0)
+    rp, claim = _host_and_claims(db)
+    replica = Replica(db)
+    replica.catch_up()
+    feed_reads.clear()
+    claim(1)
+    other = provider_service.create_provider(db, name="probe-rows-reshaped")
+    with replica.current() as world:
+        assert world.snapshot.get(other.uuid) is not None
+        assert world.snapshot.resources_of(rp.uuid) == {"VCPU": (1000, 1)}
+    assert len(feed_reads) == 1
+
+
+def test_on_postgresql_the_probes_rows_never_hide_a_database_gone_back(db, feed_reads,
+                                                                      monkeypatch):
+    """The world's own row comes back with another stamp (the database lost
+    it and handed its id out again): the probe's rows are not applied, the
+    feed is read, and the world is read again."""
+    if db.backend != "postgresql":
+        pytest.skip("the libpq path is PostgreSQL's")
+    monkeypatch.setattr(watch, "PROBE_BACKOFF", 0.0)
+    rp, claim = _host_and_claims(db)
+    replica = Replica(db)
+    replica.catch_up()
+    rebuilds = replica.rebuilds
+    claim(1)
+    with db.write() as conn:
+        conn.exec_driver_sql(
+            f"UPDATE placement_changes SET stamp = stamp + 1 WHERE id = {replica.head}")
+    feed_reads.clear()
+    with replica.current() as world:
+        assert world.snapshot.resources_of(rp.uuid) == {"VCPU": (1000, 1)}
+    assert feed_reads and replica.rebuilds == rebuilds + 1
+
+
+def test_on_postgresql_an_id_missing_among_the_probes_rows_is_read_from_the_feed(
+        db, feed_reads, monkeypatch):
+    """On PostgreSQL a row can commit before one with a lower id: an id
+    missing among the probe's rows may still come, and only the feed's read
+    notes it as a gap to ask for again."""
+    if db.backend != "postgresql":
+        pytest.skip("the libpq path is PostgreSQL's")
+    monkeypatch.setattr(watch, "PROBE_BACKOFF", 0.0)
+    rp, claim = _host_and_claims(db)
+    replica = Replica(db)
+    replica.catch_up()
+    claim(1)
+    with db.write() as conn:
+        # An id taken by a writer that has not committed yet, and the next.
+        ids = "nextval(pg_get_serial_sequence('placement_changes', 'id'))"
+        pending = conn.exec_driver_sql(f"SELECT {ids}").scalar()
+        conn.exec_driver_sql("INSERT INTO placement_changes (id, created_at, data, stamp)"
+                             f" VALUES ({ids}, now(), '{{}}', 7)")
+    feed_reads.clear()
+    with replica.current() as world:
+        assert world.snapshot.resources_of(rp.uuid) == {"VCPU": (1000, 1)}
+    assert len(feed_reads) == 1
+    assert pending in replica.gaps
