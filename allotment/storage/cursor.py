@@ -193,7 +193,7 @@ class FeedCursor:
 
     def _from_probe(self) -> Changes | None:
         """The rows after the world's own, from the feed's last rows that the
-        probe brought a moment ago in this request (PostgreSQL,
+        probe brought a moment ago in this request (PostgreSQL and MySQL,
         ``FeedProbe.recent``): only when they reach back to the world's own
         row, still there with its stamp and epoch, when no id after it is
         missing and none of them reshapes a tree (trees are read in the
@@ -206,7 +206,7 @@ class FeedCursor:
         rows = [row for row in rows if row[0] >= self.position.id]
         if not rows or rows[0][0] != self.position.id:
             return None
-        found = feed.tail(rows, self.position, epochs=True)
+        found = feed.tail(rows, self.position, epochs=self.db.backend in OUT_OF_ORDER)
         entries = found.entries
         first = self.position.id + 1
         if (found.back or not entries or _reshapes(entries)

@@ -151,12 +151,11 @@ class FeedProbe(_OwnConnection):
         self._usable = backend in ("postgresql", "mysql")
         self._epochs = backend == "postgresql"
         self._failed_at = -PROBE_BACKOFF
-        # The last row, not "a row past the head": the question has no
-        # parameter, so a plan made once stays right.  Prepared with one
-        # ("WHERE id > $1 LIMIT 1"), PostgreSQL soon settles on a generic
-        # plan that guesses a third of the rows match and scans the table
-        # in order -- the whole feed, an hour of writes, every request.
-        self._sql = _probe_sql(backend)
+        # On libpq (PostgreSQL) the last rows, not "the rows past the
+        # head": the question has no parameter, so a plan made once stays
+        # right (_probe_sql).  Through a cursor (MySQL, whose server plans
+        # every statement it is sent) the rows from the world's own on.
+        self._cursor_sql = _cursor_probe_sql(backend)
         self._pgconn: Any = None
         # The question sent by ask() and not yet answered: its answer is
         # taken only by the context (request) that asked it (_ASKED).
@@ -226,12 +225,11 @@ class FeedProbe(_OwnConnection):
                     return self._libpq_answer(position)
                 cur = conn.cursor()
                 try:
-                    cur.execute(self._sql)
-                    last = cur.fetchone()
+                    cur.execute(self._cursor_sql, (position.id,))
+                    rows = cur.fetchall()
                 finally:
                     cur.close()
-                # (id, stamp): the epoch is PostgreSQL's, asked on libpq.
-                return self._moved(None if last is None else (*last, None), position)
+                return self._moved_since(rows, position)
             except Exception:
                 self._give_way()
                 return None
@@ -246,6 +244,25 @@ class FeedProbe(_OwnConnection):
             return None
         _RECENT.set(None)
         return kept[1] if kept[0] == position else None
+
+    def _moved_since(self, rows: list, position: Position) -> bool:
+        """Whether the feed moved from ``position``, from its rows from the
+        position's id on (``id, stamp, data`` and on PostgreSQL the epoch,
+        in id order, at most RECENT_ROWS + 1): anything but the position's
+        own row alone, as it was.  The rows are kept for the cursor
+        (:meth:`recent`) when they are all there are."""
+        rows = [(int(row[0]), row[1], row[2], row[3] if self._epochs else None)
+                for row in rows]
+        if not rows:
+            # The feed holds nothing from there on: moved (back) unless the
+            # world has read nothing yet either.
+            return position.id != 0
+        row_id, stamp, _data, epoch = rows[0]
+        if len(rows) == 1 and not self._moved((row_id, stamp, epoch), position):
+            return False
+        if len(rows) <= RECENT_ROWS:
+            _RECENT.set((position, rows))
+        return True
 
     def _moved(self, last: tuple | None, position: Position) -> bool:
         """Whether the feed's last row ``(id, stamp, epoch)`` (None: the feed
@@ -317,17 +334,29 @@ def _probe_row(result: Any, row: int) -> tuple[int, int | None, int | None, str]
             None if values[2] is None else int(values[2]), values[3].decode())
 
 
-def _probe_sql(backend: str) -> str:
-    """The feed's last row: its id, its stamp and, on PostgreSQL, the epoch,
-    and the last RECENT_ROWS rows with what they say (storage/cursor.py
-    applies them).  Elsewhere the last row's id and stamp alone: each
-    column of an answer is a packet more for a pure-Python driver to read,
-    on every request that reads the world."""
+def _probe_sql() -> str:
+    """PostgreSQL's probe on libpq, prepared once: the feed's last
+    RECENT_ROWS rows, newest first, with their stamps, the epoch and what
+    they say (storage/cursor.py applies them).  No parameter: prepared with
+    one (``WHERE id >= $1``), PostgreSQL would plan it afresh every time,
+    or soon settle on a generic plan that guesses a third of the rows
+    match and reads the whole feed, an hour of writes, every request."""
     table = placement_changes.name
-    if backend == "postgresql":
-        return (f"SELECT id, stamp, (SELECT token FROM allotment_epoch WHERE id = 1), data"
-                f" FROM {table} ORDER BY id DESC LIMIT {RECENT_ROWS}")
-    return f"SELECT id, stamp FROM {table} ORDER BY id DESC LIMIT 1"
+    return (f"SELECT id, stamp, (SELECT token FROM allotment_epoch WHERE id = 1), data"
+            f" FROM {table} ORDER BY id DESC LIMIT {RECENT_ROWS}")
+
+
+def _cursor_probe_sql(backend: str) -> str:
+    """The feed's rows from the world's own on (``%s``, the driver's
+    placeholder), with what they say: one round trip that says whether the
+    feed moved and, when it moved by fewer than RECENT_ROWS rows, what to
+    apply.  Up to RECENT_ROWS + 1 rows: a full answer may have more after
+    it, and is not applied (the cursor reads the feed)."""
+    table = placement_changes.name
+    epoch = ", (SELECT token FROM allotment_epoch WHERE id = 1)" if backend == "postgresql" \
+        else ""
+    return (f"SELECT id, stamp, data{epoch} FROM {table} WHERE id >= %s"
+            f" ORDER BY id LIMIT {RECENT_ROWS + 1}")
 
 
 def _prepared_libpq(dbapi_connection: Any) -> Any:
@@ -338,7 +367,7 @@ def _prepared_libpq(dbapi_connection: Any) -> Any:
         return None
     from psycopg import pq
 
-    result = pgconn.prepare(PREPARED_PROBE, _probe_sql("postgresql").encode())
+    result = pgconn.prepare(PREPARED_PROBE, _probe_sql().encode())
     if result.status != pq.ExecStatus.COMMAND_OK:
         raise RuntimeError(result.error_message.decode(errors="replace"))
     return pgconn

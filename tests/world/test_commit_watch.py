@@ -358,12 +358,13 @@ def _host_and_claims(db):
 _CLAIMED: list[None] = []
 
 
-def test_on_postgresql_a_world_a_few_claims_behind_catches_up_from_the_probe(
+def test_a_world_a_few_claims_behind_catches_up_from_the_probe(
         db, feed_reads, monkeypatch):
-    """The probe brings the feed's last rows: a world fewer than
-    RECENT_ROWS claims behind applies them without reading the feed."""
-    if db.backend != "postgresql":
-        pytest.skip("the libpq path is PostgreSQL's")
+    """The probe brings the feed's last rows (PostgreSQL), or those from
+    the world's own on (MySQL): a world fewer than RECENT_ROWS claims
+    behind applies them without reading the feed."""
+    if db.backend == "sqlite":
+        pytest.skip("SQLite needs no probe")
     monkeypatch.setattr(watch, "PROBE_BACKOFF", 0.0)
     rp, claim = _host_and_claims(db)
     replica = Replica(db)
@@ -382,10 +383,10 @@ def test_on_postgresql_a_world_a_few_claims_behind_catches_up_from_the_probe(
     assert replica.position == fresh.position
 
 
-def test_on_postgresql_more_claims_than_the_probe_brings_are_read_from_the_feed(
+def test_more_claims_than_the_probe_brings_are_read_from_the_feed(
         db, feed_reads, monkeypatch):
-    if db.backend != "postgresql":
-        pytest.skip("the libpq path is PostgreSQL's")
+    if db.backend == "sqlite":
+        pytest.skip("SQLite needs no probe")
     monkeypatch.setattr(watch, "PROBE_BACKOFF", 0.0)
     rp, claim = _host_and_claims(db)
     replica = Replica(db)
@@ -397,12 +398,12 @@ def test_on_postgresql_more_claims_than_the_probe_brings_are_read_from_the_feed(
     assert len(feed_reads) == 1
 
 
-def test_on_postgresql_a_reshape_is_read_from_the_feed_with_its_trees(db, feed_reads,
+def test_a_reshape_is_read_from_the_feed_with_its_trees(db, feed_reads,
                                                                      monkeypatch):
     """Rows that change trees are applied with the trees read in their own
     snapshot: never from the probe's rows alone."""
-    if db.backend != "postgresql":
-        pytest.skip("the libpq path is PostgreSQL's")
+    if db.backend == "sqlite":
+        pytest.skip("SQLite needs no probe")
     monkeypatch.setattr(watch, "PROBE_BACKOFF", 0.0)
     rp, claim = _host_and_claims(db)
     replica = Replica(db)
@@ -416,13 +417,13 @@ def test_on_postgresql_a_reshape_is_read_from_the_feed_with_its_trees(db, feed_r
     assert len(feed_reads) == 1
 
 
-def test_on_postgresql_the_probes_rows_never_hide_a_database_gone_back(db, feed_reads,
+def test_the_probes_rows_never_hide_a_database_gone_back(db, feed_reads,
                                                                       monkeypatch):
     """The world's own row comes back with another stamp (the database lost
     it and handed its id out again): the probe's rows are not applied, the
     feed is read, and the world is read again."""
-    if db.backend != "postgresql":
-        pytest.skip("the libpq path is PostgreSQL's")
+    if db.backend == "sqlite":
+        pytest.skip("SQLite needs no probe")
     monkeypatch.setattr(watch, "PROBE_BACKOFF", 0.0)
     rp, claim = _host_and_claims(db)
     replica = Replica(db)
