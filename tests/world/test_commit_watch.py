@@ -16,6 +16,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import uuid
 
 import pytest
 
@@ -336,39 +337,36 @@ def test_a_read_over_http_takes_the_answer_it_asked_for_ahead(app, db, database_
     assert db.probe._pending is None
 
 
-def _host_and_claims(db):
-    """A host with inventory, and a function that claims one VCPU on it."""
+@pytest.fixture
+def probed(db, monkeypatch):
+    """(a host with inventory, a function that claims n VCPUs on it one by
+    one, a replica caught up) on a server with a probe."""
     from allotment.service import allocations as allocation_service
     from allotment.service.consumers import ConsumerRequest
 
-    rp = provider_service.create_provider(db, name=f"probe-rows-{len(_CLAIMED)}")
+    if db.backend == "sqlite":
+        pytest.skip("SQLite needs no probe")
+    monkeypatch.setattr(watch, "PROBE_BACKOFF", 0.0)
+    rp = provider_service.create_provider(db, name=f"probe-rows-{uuid.uuid4()}")
     inventory_service.replace_inventories(db, rp.uuid, 0, {"VCPU": {"total": 1000}},
                                           reserved_may_equal_total=False)
 
     def claim(n: int) -> None:
         for _ in range(n):
-            _CLAIMED.append(None)
             allocation_service.replace_for_consumer(db, allocation_service.ConsumerAllocations(
-                ConsumerRequest(f"00000000-0000-0000-0003-{len(_CLAIMED):012d}", "p", "u"),
-                {rp.uuid: {"VCPU": 1}}), attempts=5)
+                ConsumerRequest(str(uuid.uuid4()), "p", "u"), {rp.uuid: {"VCPU": 1}}),
+                attempts=5)
 
-    return rp, claim
+    replica = Replica(db)
+    replica.catch_up()
+    return rp, claim, replica
 
 
-_CLAIMED: list[None] = []
-
-
-def test_a_world_a_few_claims_behind_catches_up_from_the_probe(
-        db, feed_reads, monkeypatch):
+def test_a_world_a_few_claims_behind_catches_up_from_the_probe(db, feed_reads, probed):
     """The probe brings the feed's last rows (PostgreSQL), or those from
     the world's own on (MySQL): a world fewer than RECENT_ROWS claims
     behind applies them without reading the feed."""
-    if db.backend == "sqlite":
-        pytest.skip("SQLite needs no probe")
-    monkeypatch.setattr(watch, "PROBE_BACKOFF", 0.0)
-    rp, claim = _host_and_claims(db)
-    replica = Replica(db)
-    replica.catch_up()
+    rp, claim, replica = probed
     feed_reads.clear()
     claim(3)
     with replica.current() as world:
@@ -383,14 +381,8 @@ def test_a_world_a_few_claims_behind_catches_up_from_the_probe(
     assert replica.position == fresh.position
 
 
-def test_more_claims_than_the_probe_brings_are_read_from_the_feed(
-        db, feed_reads, monkeypatch):
-    if db.backend == "sqlite":
-        pytest.skip("SQLite needs no probe")
-    monkeypatch.setattr(watch, "PROBE_BACKOFF", 0.0)
-    rp, claim = _host_and_claims(db)
-    replica = Replica(db)
-    replica.catch_up()
+def test_more_claims_than_the_probe_brings_are_read_from_the_feed(db, feed_reads, probed):
+    rp, claim, replica = probed
     feed_reads.clear()
     claim(watch.RECENT_ROWS + 1)
     with replica.current() as world:
@@ -398,16 +390,10 @@ def test_more_claims_than_the_probe_brings_are_read_from_the_feed(
     assert len(feed_reads) == 1
 
 
-def test_a_reshape_is_read_from_the_feed_with_its_trees(db, feed_reads,
-                                                                     monkeypatch):
+def test_a_reshape_is_read_from_the_feed_with_its_trees(db, feed_reads, probed):
     """Rows that change trees are applied with the trees read in their own
     snapshot: never from the probe's rows alone."""
-    if db.backend == "sqlite":
-        pytest.skip("SQLite needs no probe")
-    monkeypatch.setattr(watch, "PROBE_BACKOFF", 0.0)
-    rp, claim = _host_and_claims(db)
-    replica = Replica(db)
-    replica.catch_up()
+    rp, claim, replica = probed
     feed_reads.clear()
     claim(1)
     other = provider_service.create_provider(db, name="probe-rows-reshaped")
@@ -417,17 +403,11 @@ def test_a_reshape_is_read_from_the_feed_with_its_trees(db, feed_reads,
     assert len(feed_reads) == 1
 
 
-def test_the_probes_rows_never_hide_a_database_gone_back(db, feed_reads,
-                                                                      monkeypatch):
+def test_the_probes_rows_never_hide_a_database_gone_back(db, feed_reads, probed):
     """The world's own row comes back with another stamp (the database lost
     it and handed its id out again): the probe's rows are not applied, the
     feed is read, and the world is read again."""
-    if db.backend == "sqlite":
-        pytest.skip("SQLite needs no probe")
-    monkeypatch.setattr(watch, "PROBE_BACKOFF", 0.0)
-    rp, claim = _host_and_claims(db)
-    replica = Replica(db)
-    replica.catch_up()
+    rp, claim, replica = probed
     rebuilds = replica.rebuilds
     claim(1)
     with db.write() as conn:
@@ -440,16 +420,13 @@ def test_the_probes_rows_never_hide_a_database_gone_back(db, feed_reads,
 
 
 def test_on_postgresql_an_id_missing_among_the_probes_rows_is_read_from_the_feed(
-        db, feed_reads, monkeypatch):
+        db, feed_reads, probed):
     """On PostgreSQL a row can commit before one with a lower id: an id
     missing among the probe's rows may still come, and only the feed's read
     notes it as a gap to ask for again."""
     if db.backend != "postgresql":
-        pytest.skip("the libpq path is PostgreSQL's")
-    monkeypatch.setattr(watch, "PROBE_BACKOFF", 0.0)
-    rp, claim = _host_and_claims(db)
-    replica = Replica(db)
-    replica.catch_up()
+        pytest.skip("rows commit in id order elsewhere")
+    rp, claim, replica = probed
     claim(1)
     with db.write() as conn:
         # An id taken by a writer that has not committed yet, and the next.
