@@ -21,12 +21,12 @@ every checkout): :class:`FeedProbe` asks it on a connection of its own, one
 round trip.  On PostgreSQL that question is a statement prepared once on
 the connection and executed through libpq directly (psycopg's ``pq``
 layer): about 35 us a round trip against 100 us through a cursor, which
-parses the text again and builds a result object every time.  There its
-answer also brings the feed's last rows, which a world a few rows behind
-applies without reading the feed (``FeedProbe.recent``).  Any failure
-there sends the caller the usual way (pooled, checked connections whose
-errors become 503s), so the probe never changes what a client sees, only
-how fast a quiet answer comes.
+parses the text again and builds a result object every time.  On both
+servers the answer also brings the feed's newest rows, which a world a few
+rows behind applies without reading the feed (``FeedProbe.recent``).  Any
+failure there sends the caller the usual way (pooled, checked connections
+whose errors become 503s), so the probe never changes what a client sees,
+only how fast an answer comes.
 """
 
 from __future__ import annotations
@@ -52,12 +52,13 @@ PREPARED_PROBE = b"allotment_feed_probe"
 # Per context (a request): the question it sent with FeedProbe.ask().
 _ASKED: contextvars.ContextVar[object | None] = contextvars.ContextVar(
     "allotment_probe_asked", default=None)
-# How many of the feed's last rows the probe brings back on PostgreSQL: a
-# world fewer rows than this behind catches up from the probe's answer
-# alone (FeedCursor.advance), without reading the feed again.  That read
-# took a pooled connection and a statement PostgreSQL plans afresh every
-# time (its range depends on the value), on nearly every request that
-# reads the world while schedulers claim.
+# How many of the feed's newest rows the probe brings back (PostgreSQL: the
+# last ones; MySQL: those from the world's own on): a world fewer rows than
+# this behind catches up from the probe's answer alone
+# (FeedCursor.advance), without reading the feed again.  That read takes a
+# pooled connection and, on PostgreSQL, a statement planned afresh every
+# time (its range depends on the value), on nearly every request that reads
+# the world while schedulers claim.
 RECENT_ROWS = 16
 # Per context: (the position the probe's latest answer was about, the rows
 # it brought in id order) when that answer found the feed moved.
@@ -237,8 +238,8 @@ class FeedProbe(_OwnConnection):
     def recent(self, position: Position) -> list[tuple] | None:
         """The feed's last rows, ``(id, stamp, data, epoch)`` in id order, as
         the probe's latest answer in this context brought them, if that
-        answer was about ``position`` and found the feed moved; once.  None
-        otherwise (and off PostgreSQL)."""
+        answer was about ``position`` and found the feed moved by fewer than
+        RECENT_ROWS rows; once.  None otherwise (and on SQLite)."""
         kept = _RECENT.get()
         if kept is None:
             return None
