@@ -182,7 +182,6 @@ def _in_order(plan: Plan, anchors: Iterable[int], rows: dict,
     roots: list[int] = []
     alive: list[tuple[int, list]] = []
     get = rows.get
-    taken = 0
     r = None
     for r in anchors:
         kept = get(r)
@@ -198,8 +197,7 @@ def _in_order(plan: Plan, anchors: Iterable[int], rows: dict,
                 alive.append((r, kept))
             requests.append(found[0])
             roots.append(r)
-            taken += 1
-            if taken == limit:
+            if len(requests) == limit:
                 break
     walked = r  # the last anchor the first round looked at
     # Later rounds: the next candidate of each tree that has one.

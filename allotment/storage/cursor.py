@@ -201,12 +201,10 @@ class FeedCursor:
         usual way, which answers every other case, a database gone back
         included."""
         rows = self.db.probe.recent(self.position)
-        if rows is None or self.gaps or not self.position.id:
+        if (rows is None or self.gaps or not self.position.id
+                or not rows or rows[0][0] != self.position.id):
             return None
-        rows = [row for row in rows if row[0] >= self.position.id]
-        if not rows or rows[0][0] != self.position.id:
-            return None
-        found = feed.tail(rows, self.position, epochs=self.db.backend in OUT_OF_ORDER)
+        found = feed.tail(rows, self.position, epochs=self.db.backend == "postgresql")
         entries = found.entries
         first = self.position.id + 1
         if (found.back or not entries or _reshapes(entries)

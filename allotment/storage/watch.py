@@ -236,8 +236,9 @@ class FeedProbe(_OwnConnection):
                 return None
 
     def recent(self, position: Position) -> list[tuple] | None:
-        """The feed's last rows, ``(id, stamp, data, epoch)`` in id order, as
-        the probe's latest answer in this context brought them, if that
+        """The feed's rows from ``position``'s id on (or from the oldest the
+        answer holds), ``(id, stamp, data, epoch)`` in id order, as the
+        probe's latest answer in this context brought them, if that
         answer was about ``position`` and found the feed moved by fewer than
         RECENT_ROWS rows; once.  None otherwise (and on SQLite)."""
         kept = _RECENT.get()
@@ -254,14 +255,10 @@ class FeedProbe(_OwnConnection):
         (:meth:`recent`) when they are all there are."""
         rows = [(int(row[0]), row[1], row[2], row[3] if self._epochs else None)
                 for row in rows]
-        if not rows:
-            # The feed holds nothing from there on: moved (back) unless the
-            # world has read nothing yet either.
-            return position.id != 0
-        row_id, stamp, _data, epoch = rows[0]
-        if len(rows) == 1 and not self._moved((row_id, stamp, epoch), position):
+        last = rows[-1] if rows else None
+        if not self._moved(None if last is None else (last[0], last[1], last[3]), position):
             return False
-        if len(rows) <= RECENT_ROWS:
+        if len(rows) <= RECENT_ROWS:  # else more may follow: the cursor reads the feed
             _RECENT.set((position, rows))
         return True
 
@@ -297,13 +294,19 @@ class FeedProbe(_OwnConnection):
             raise RuntimeError("more than one answer to the probe")
         if result.ntuples == 0:  # an empty feed
             return self._moved(None, position)
-        last = _probe_row(result, 0)
-        moved = self._moved(last[:3], position)
-        if moved:
-            rows = [_probe_row(result, i) for i in range(result.ntuples - 1, -1, -1)]
-            _RECENT.set((position, [(row_id, stamp, data, epoch)
-                                    for row_id, stamp, epoch, data in rows]))
-        return moved
+        row = _probe_row(result, 0)
+        if not self._moved((row[0], row[1], row[3]), position):
+            return False
+        # The rows from the world's own on (newest first), as on MySQL.
+        rows = [row]
+        for i in range(1, result.ntuples):
+            if row[0] <= position.id:
+                break
+            row = _probe_row(result, i)
+            rows.append(row)
+        rows.reverse()
+        _RECENT.set((position, rows))
+        return True
 
     def _connect(self) -> Any:
         # Made by the pool's own creator, so with the engine's connect
@@ -327,12 +330,12 @@ class FeedProbe(_OwnConnection):
         super()._close()
 
 
-def _probe_row(result: Any, row: int) -> tuple[int, int | None, int | None, str]:
-    """(id, stamp, epoch, data) of a row of the probe's answer on libpq
+def _probe_row(result: Any, row: int) -> tuple[int, int | None, str, int | None]:
+    """(id, stamp, data, epoch) of a row of the probe's answer on libpq
     (text; None for NULL)."""
-    values = [result.get_value(row, i) for i in range(4)]
-    return (int(values[0]), None if values[1] is None else int(values[1]),
-            None if values[2] is None else int(values[2]), values[3].decode())
+    row_id, stamp, epoch, data = (result.get_value(row, i) for i in range(4))
+    return (int(row_id), None if stamp is None else int(stamp), data.decode(),
+            None if epoch is None else int(epoch))
 
 
 def _probe_sql() -> str:
