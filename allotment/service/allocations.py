@@ -111,7 +111,15 @@ def write(conn: Connection, batch: Sequence[ConsumerAllocations]) -> None:
     :raises RetryWrite: a generation moved under us.
     """
     uuids = [item.consumer.uuid for item in batch]
-    existing = consumer_store.get_many_by_uuid(conn, uuids)
+    owners: list[consumer_store.OwnerIds | None] = [None] * len(batch)
+    if len(batch) == 1:
+        # One consumer (a claim): read with the ids of the owner it names.
+        asked = batch[0].consumer
+        row, owners[0] = consumer_store.get_with_owner(
+            conn, asked.uuid, asked.project_id, asked.user_id, asked.consumer_type)
+        existing = {} if row is None else {row.uuid: row}
+    else:
+        existing = consumer_store.get_many_by_uuid(conn, uuids)
 
     # Consumers removing everything touch the providers they held.
     emptied = [u for u, item in zip(uuids, batch, strict=True)
@@ -119,17 +127,17 @@ def write(conn: Connection, batch: Sequence[ConsumerAllocations]) -> None:
     old_rows = store.of_consumers(conn, emptied)
 
     # Lock (and read) every provider involved; the generations read here are
-    # the ones we bump.
+    # the ones we bump.  Only their ids, UUIDs and generations are used.
     wanted = {p for item in batch for p in item.allocations}
     by_id = resource_providers.lock_many(
-        conn, uuids=wanted, ids={r.resource_provider_id for r in old_rows})
+        conn, uuids=wanted, ids={r.resource_provider_id for r in old_rows}, brief=True)
     by_uuid = {row.uuid: row for row in by_id.values()}
 
     # A consumer created here is at generation 1 once this commits.
     states = [consumer_service.check_and_write_consumer(
                   conn, item.consumer, existing.get(item.consumer.uuid),
-                  created_generation=1 if item.allocations else 0)
-              for item in batch]
+                  created_generation=1 if item.allocations else 0, owner=owner)
+              for item, owner in zip(batch, owners, strict=True)]
 
     for item in batch:
         for provider_uuid in item.allocations:

@@ -47,11 +47,13 @@ def _conflict(expected: object, got: object) -> errors.ConcurrentUpdate:
 
 
 def check_and_write_consumer(conn: Connection, request: ConsumerRequest,
-                             existing: Row | None, *,
-                             created_generation: int = 0) -> ConsumerState:
+                             existing: Row | None, *, created_generation: int = 0,
+                             owner: store.OwnerIds | None = None) -> ConsumerState:
     """Check the caller's view of the consumer, then create or update it.
 
-    ``existing`` is the consumer's current row (None when it does not exist).
+    ``existing`` is the consumer's current row (None when it does not exist);
+    ``owner``, when given, the ids of the request's project, user and type
+    read with it (store.get_with_owner).
     The generation of an existing consumer is not bumped here: the
     allocation write does that once it has succeeded, with a guarded UPDATE.
     A new consumer is created at ``created_generation`` (what it will have
@@ -67,7 +69,7 @@ def check_and_write_consumer(conn: Connection, request: ConsumerRequest,
         raise _conflict("null", request.generation)
 
     project_id, user_id, type_id = store.ensure_owner(
-        conn, request.project_id, request.user_id, request.consumer_type)
+        conn, request.project_id, request.user_id, request.consumer_type, read=owner)
 
     if existing is None:
         consumer_id = store.create(conn, uuid=request.uuid, project_id=project_id,

@@ -92,20 +92,54 @@ def _ensure_external(conn: Connection, table: sa.Table, column: str, value: str)
 
 _OWNER_IDS = sa.select(
     sa.select(projects.c.id).where(projects.c.external_id == sa.bindparam("project"))
-    .scalar_subquery(),
+    .scalar_subquery().label("owner_project_id"),
     sa.select(users.c.id).where(users.c.external_id == sa.bindparam("user"))
-    .scalar_subquery(),
+    .scalar_subquery().label("owner_user_id"),
     sa.select(consumer_types.c.id).where(consumer_types.c.name == sa.bindparam("type"))
-    .scalar_subquery())
+    .scalar_subquery().label("owner_type_id"))
+
+# One consumer and the ids of the owner a write names for it, in one
+# statement (every claim of nova's scheduler is one consumer): the owner's
+# one row, with the consumer's beside it when it exists.
+_OWNER = _OWNER_IDS.subquery("owner")
+_FOUND = _BY_UUID.subquery("found")
+_BY_UUID_WITH_OWNER = sa.select(_OWNER, _FOUND).select_from(
+    _OWNER.outerjoin(_FOUND, sa.true()))
+
+OwnerIds = tuple[int | None, int | None, int | None]
+
+
+def get_with_owner(conn: Connection, uuid: str, project: str, user: str,
+                   consumer_type: str | None) -> tuple[Row | None, OwnerIds]:
+    """The consumer ``uuid``'s row as :func:`get_many_by_uuid` gives it (None
+    when it does not exist), and the ids of ``project``, ``user`` and
+    ``consumer_type`` (None for each one not recorded yet): one round trip
+    where reading the consumer and then :func:`ensure_owner` take two."""
+    if not storable_text(uuid):
+        return None, direct.execute(conn, _OWNER_IDS, _owner_params(
+            project, user, consumer_type)).first()
+    found = direct.execute(conn, _BY_UUID_WITH_OWNER, {
+        "uuid": uuid, **_owner_params(project, user, consumer_type)}).first()
+    owner = (found.owner_project_id, found.owner_user_id, found.owner_type_id)
+    return (found if found.id is not None else None), owner
+
+
+def _owner_params(project: str, user: str, consumer_type: str | None) -> dict[str, str]:
+    return {"project": project, "user": user, "type": consumer_type or ""}
 
 
 def ensure_owner(conn: Connection, project: str, user: str,
-                 consumer_type: str | None) -> tuple[int, int, int | None]:
+                 consumer_type: str | None, *, read: OwnerIds | None = None,
+                 ) -> tuple[int, int, int | None]:
     """Ids of the project, user and consumer type (None: no type), each
     inserted when missing.  One round trip when they all exist, which after
-    a consumer's first write they always do."""
-    project_id, user_id, type_id = direct.execute(conn, _OWNER_IDS, {
-        "project": project, "user": user, "type": consumer_type or ""}).first()
+    a consumer's first write they always do; none when the caller ``read``
+    them already (:func:`get_with_owner`).  Projects, users and types are
+    never removed, so ids read earlier in the transaction still hold."""
+    if read is None:
+        read = direct.execute(conn, _OWNER_IDS, _owner_params(
+            project, user, consumer_type)).first()
+    project_id, user_id, type_id = read
     if project_id is None:
         project_id = ensure_project(conn, project)
     if user_id is None:

@@ -274,14 +274,16 @@ _LOCKED_BY_UUID_OR_ID_ARRAYS = (
 
 
 def lock_many(conn: Connection, *, uuids: Iterable[str] = (),
-              ids: Iterable[int] = ()) -> dict[int, Row]:
+              ids: Iterable[int] = (), brief: bool = False) -> dict[int, Row]:
     """Row-lock the providers with these UUIDs or ids and read them, in one
     statement; returns the existing ones by id.
 
     What ``lock_rows`` followed by ``get_many_by_id`` does, in one round
     trip: rows are locked as they come out of the id-ordered scan, so two
     writers still lock in the same order.  SQLite writers are serial and
-    need no row locks.
+    need no row locks.  With ``brief`` the rows may hold only each
+    provider's id, UUID and generation (all a claim needs): MySQL then
+    locks and reads them in one statement instead of two.
     """
     wanted_uuids = sorted({u for u in uuids if storable(u)})
     wanted_ids = sorted(set(ids))
@@ -291,20 +293,25 @@ def lock_many(conn: Connection, *, uuids: Iterable[str] = (),
     backend = conn.dialect.name
     listed = (len(wanted_uuids) <= direct.LISTED_UP_TO
               and len(wanted_ids) <= direct.LISTED_UP_TO)
+    brief = brief and backend == "mysql"
     if listed:
-        statement = _locked_listed(backend, len(wanted_uuids), len(wanted_ids))
+        statement = _locked_listed(backend, len(wanted_uuids), len(wanted_ids), brief)
         params = {**direct.listed("u", wanted_uuids), **direct.listed("i", wanted_ids)}
     if backend == "mysql":
         # MySQL would also lock the parent and root rows the query joins
-        # (and MariaDB has no FOR UPDATE OF): lock the providers alone first.
-        if listed:
-            locked = direct.execute(conn, statement, params).scalars()
-        else:
-            locked = list(conn.execute(
-                sa.select(TABLE.c.id).where(sa.or_(TABLE.c.uuid.in_(wanted_uuids),
-                                                   TABLE.c.id.in_(wanted_ids)))
-                .order_by(TABLE.c.id).with_for_update()).scalars())
-        return get_many_by_id(conn, locked)
+        # (and MariaDB has no FOR UPDATE OF): lock the providers alone, and
+        # read the rest of their rows after unless ``brief``.
+        if not listed:
+            statement = (sa.select(*(_BRIEF if brief else (TABLE.c.id,)))
+                         .where(sa.or_(TABLE.c.uuid.in_(wanted_uuids),
+                                       TABLE.c.id.in_(wanted_ids)))
+                         .order_by(TABLE.c.id).with_for_update())
+            params = {}
+        rows = (direct.execute(conn, statement, params) if listed
+                else conn.execute(statement, params))
+        if brief:
+            return {row.id: row for row in rows}
+        return get_many_by_id(conn, rows.scalars())
     if listed:
         rows = direct.execute(conn, statement, params)
     elif backend == "postgresql":
@@ -314,14 +321,20 @@ def lock_many(conn: Connection, *, uuids: Iterable[str] = (),
     return {row.id: row for row in rows}
 
 
+# What a brief lock reads of each provider on MySQL.
+_BRIEF = (TABLE.c.id, TABLE.c.uuid, TABLE.c.generation)
+
+
 @functools.cache
-def _locked_listed(backend: str, uuids: int, ids: int) -> sa.Select:
+def _locked_listed(backend: str, uuids: int, ids: int, brief: bool = False) -> sa.Select:
     """lock_many's statement for so many UUIDs and ids, built once (a claim
-    locks this way): on PostgreSQL the rows, locked; on MySQL the ids alone,
-    locked; on SQLite, whose writers are serial, the rows."""
+    locks this way): on PostgreSQL the rows, locked; on MySQL the ids alone
+    (``brief``: ids, UUIDs and generations), locked; on SQLite, whose
+    writers are serial, the rows."""
     where = sa.or_(direct.in_(TABLE.c.uuid, "u", uuids), direct.in_(TABLE.c.id, "i", ids))
     if backend == "mysql":
-        return sa.select(TABLE.c.id).where(where).order_by(TABLE.c.id).with_for_update()
+        return (sa.select(*(_BRIEF if brief else (TABLE.c.id,))).where(where)
+                .order_by(TABLE.c.id).with_for_update())
     if backend == "postgresql":
         return _SELECT.where(where).order_by(TABLE.c.id).with_for_update(of=TABLE)
     return _SELECT.where(where).order_by(TABLE.c.id)

@@ -340,17 +340,15 @@ def test_deleting_a_consumer_does_not_read_it_first(db, sent):
 
 # What a claim of a new consumer on three providers sends once its
 # statements are learned, backend by backend, all on the driver: the
-# consumer read, the providers locked and read (MySQL: locked, then read),
-# the owner's ids, the consumer inserted, the limits and usage read, the
-# allocations inserted, the providers moved on, the feed's row (MySQL: its
-# tail locked, then the row); SQLite adds its BEGIN IMMEDIATE and writer row.
+# consumer read with its owner's ids, the providers locked and read, the
+# consumer inserted, the limits and usage read, the allocations inserted,
+# the providers moved on, the feed's row (MySQL: its tail locked, then the
+# row); SQLite adds its BEGIN IMMEDIATE and writer row.
 _CLAIM = {
-    "sqlite": ["BEGIN", "INSERT", "SELECT", "SELECT", "SELECT", "INSERT", "SELECT", "INSERT",
+    "sqlite": ["BEGIN", "INSERT", "SELECT", "SELECT", "INSERT", "SELECT", "INSERT",
                "UPDATE", "INSERT", "DELETE"],
-    "postgresql": ["SELECT", "SELECT", "SELECT", "INSERT", "SELECT", "INSERT", "UPDATE",
-                   "INSERT"],
-    "mysql": ["SELECT", "SELECT", "SELECT", "SELECT", "INSERT", "SELECT", "INSERT", "UPDATE",
-              "SELECT", "INSERT"],
+    "postgresql": ["SELECT", "SELECT", "INSERT", "SELECT", "INSERT", "UPDATE", "INSERT"],
+    "mysql": ["SELECT", "SELECT", "INSERT", "SELECT", "INSERT", "UPDATE", "SELECT", "INSERT"],
 }
 # And deleting it: the allocations deleted (returning what they held), the
 # consumer deleted, the feed's row.
@@ -386,6 +384,33 @@ def test_a_claim_and_its_deletion_on_the_driver_count_their_round_trips(db, sent
     with db.read() as conn:
         assert [store.get_by_uuid(conn, rp.uuid).generation for rp in tree] == [
             rp.generation + 3 for rp in tree]  # three claims
+
+
+def test_a_consumer_is_read_with_its_owners_ids_in_one_statement(db, sent_direct):
+    """A claim reads its consumer and the ids of the owner it names in one
+    statement: the row as get_many_by_uuid gives it, and each id as
+    ensure_owner finds it (None where not recorded yet)."""
+    from allotment.storage import consumers as consumer_store
+
+    on_driver, through_sqlalchemy = sent_direct
+    tree = _tree_of_three(db)
+    _claim(db, consumer := _uuid(), tree)
+    with db.write() as conn:
+        project, user, _ = consumer_store.ensure_owner(conn, "project", "user", None)
+        typed = consumer_store.ensure_consumer_type(conn, "INSTANCE")
+        on_driver.clear()
+        through_sqlalchemy.clear()  # learned by the claim
+        row, owner = consumer_store.get_with_owner(conn, consumer, "project", "other", None)
+        assert _first_words(on_driver) == ["SELECT"] and through_sqlalchemy == [], (
+            on_driver, through_sqlalchemy)
+        expected = consumer_store.get_many_by_uuid(conn, [consumer])[consumer]
+        assert tuple(row)[-len(tuple(expected)):] == tuple(expected)
+        assert (row.uuid, row.generation, row.project_external_id) == (consumer, 1, "project")
+        assert owner == (project, None, None)
+        assert consumer_store.get_with_owner(conn, _uuid(), "project", "user", "INSTANCE") == (
+            None, (project, user, typed))
+        assert consumer_store.get_with_owner(conn, "no\x00such", "nobody", "user", None) == (
+            None, (None, user, None))
 
 
 def test_a_claim_on_the_driver_that_lost_a_race_for_one_provider_moves_none(db, sent_direct):
