@@ -21,7 +21,8 @@ from tests.faults.lab.lab import Lab, Settings
 from tests.faults.lab.runner import Result, run_fault
 
 SUMMED = ("attempted", "acknowledged", "lost_by_database", "lost_by_allotment",
-          "refused_stored", "over_capacity", "workers_out_of_step", "status_503", "bad_5xx",
+          "refused_stored", "over_capacity", "workers_out_of_step", "workers_unavailable",
+          "status_503", "bad_5xx",
           "proxy_5xx", "feed_rows_lost")
 
 
@@ -36,9 +37,9 @@ def table(rows: list[dict]) -> str:
             groups[row["fault"], row["backend"]].append(row)
     lines = ["| fault | backend | runs | writes attempted | acknowledged | lost by the "
              "database | lost by allotment | refused stored | over capacity | worlds out "
-             "of step after healing | longest to be in step (s) | 503 | other 5xx "
-             "or no answer in 30 s |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "of step after healing | workers answering 503 at that look | longest to be "
+             "in step (s) | 503 | other 5xx or no answer in 30 s |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for (fault, backend), rows in sorted(groups.items()):
         s = {k: sum(row.get(k) or 0 for row in rows) for k in SUMMED}
         errors = [row["error"] for row in rows if row.get("error")]
@@ -50,9 +51,9 @@ def table(rows: list[dict]) -> str:
             f" | {s['attempted']} | {s['acknowledged']} | {s['lost_by_database']}"
             f" (feed rows lost: {s['feed_rows_lost']}) | {s['lost_by_allotment']}"
             f" | {s['refused_stored']} | {s['over_capacity']} | {s['workers_out_of_step']}"
-            f" | {longest} | {s['status_503']} | {s['bad_5xx']} |")
+            f" | {s['workers_unavailable']} | {longest} | {s['status_503']} | {s['bad_5xx']} |")
     for (fault, backend), reason in sorted(skipped.items()):
-        lines.append(f"| {fault} | {backend} | skipped: {reason} |||||||||||")
+        lines.append(f"| {fault} | {backend} | skipped: {reason} ||||||||||||")
     return "\n".join(lines)
 
 

@@ -142,8 +142,13 @@ def differences(view: View, truth: Truth) -> list[str]:
 @dataclass
 class Convergence:
     seconds: float | None           # None: not within the bound
-    out_of_step: dict[str, list[str]]  # worker -> differences at the first look
+    # worker -> differences at the first look: answers other than the
+    # database's (a world behind or ahead of it)
+    out_of_step: dict[str, list[str]]
     last: dict[str, list[str]]        # worker -> differences at the end (empty if equal)
+    # worker -> why it gave no view at the first look (a 503 while the
+    # database was not yet back: unavailable, not out of step)
+    unavailable: dict[str, list[str]] = field(default_factory=dict)
 
 
 def converge(ask_all: Callable[[Callable[[str], View]], dict[str, View]],
@@ -153,17 +158,20 @@ def converge(ask_all: Callable[[Callable[[str], View]], dict[str, View]],
     truth = read_truth(engine)
     started = time.monotonic()
     first: dict[str, list[str]] | None = None
+    unavailable: dict[str, list[str]] = {}
     while True:
         views = ask_all(_view_or_error)
         diffs = {w: [v] if isinstance(v, str) else differences(v, truth)
                  for w, v in views.items()}
         if first is None:
-            first = {w: d for w, d in diffs.items() if d}
+            first = {w: d for w, d in diffs.items() if d and not isinstance(views[w], str)}
+            unavailable = {w: d for w, d in diffs.items() if isinstance(views[w], str)}
         if not any(diffs.values()):
             # In step at the first look: no time was needed.
-            return Convergence(time.monotonic() - started if first else 0.0, first, {})
+            waited = time.monotonic() - started if first or unavailable else 0.0
+            return Convergence(waited, first, {}, unavailable)
         if time.monotonic() - started > bound:
-            return Convergence(None, first, {w: d for w, d in diffs.items() if d})
+            return Convergence(None, first, {w: d for w, d in diffs.items() if d}, unavailable)
         time.sleep(0.2)
 
 

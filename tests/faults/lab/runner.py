@@ -64,7 +64,11 @@ class Result:
             "over_capacity": len(v.over_capacity) + len(a.over_capacity),
             "feed_rows_lost": sum(max(0, x.head_before - x.head_after) for x in self.crashes),
             "workers_out_of_step": len(c.out_of_step),
+            "workers_unavailable": len(c.unavailable),
             "in_step_after_s": None if c.seconds is None else round(c.seconds, 2),
+            # What each worker out of step answered differently at the first
+            # look, and why each unavailable one gave no answer.
+            "first_look": {**c.out_of_step, **c.unavailable},
             "status_503": a.statuses.get(503, 0),
             "bad_5xx": len(a.bad), "proxy_5xx": a.proxy_errors, "no_answer": a.no_answer,
             "heal_s": round(self.heal_seconds, 1),
