@@ -37,8 +37,8 @@ def table(rows: list[dict]) -> str:
             groups[row["fault"], row["backend"]].append(row)
     lines = ["| fault | backend | runs | writes attempted | acknowledged | lost by the "
              "database | lost by allotment | refused stored | over capacity | worlds out "
-             "of step after healing | workers answering 503 at that look | longest to be "
-             "in step (s) | 503 | other 5xx or no answer in 30 s |",
+             "of step after healing | workers unavailable at that look (503 or no answer) "
+             "| longest to be in step (s) | 503 | other 5xx or no answer in 30 s |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for (fault, backend), rows in sorted(groups.items()):
         s = {k: sum(row.get(k) or 0 for row in rows) for k in SUMMED}

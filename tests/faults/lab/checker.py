@@ -147,7 +147,7 @@ class Convergence:
     out_of_step: dict[str, list[str]]
     last: dict[str, list[str]]        # worker -> differences at the end (empty if equal)
     # worker -> why it gave no view at the first look (a 503 while the
-    # database was not yet back: unavailable, not out of step)
+    # database was not yet back, or no answer: unavailable, not out of step)
     unavailable: dict[str, list[str]] = field(default_factory=dict)
 
 
