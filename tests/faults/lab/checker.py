@@ -184,6 +184,10 @@ class Crash:
     head_before: int
     head_after: int
     sampled_at: float = 0.0   # when head_before was read
+    # When the database could take a write again at the earliest (its
+    # recovery begun); None: unknown.  A write acknowledged between ``at``
+    # and then was committed before the crash, its answer still on its way.
+    back_at: float | None = None
 
     @property
     def lost_tail(self) -> bool:
@@ -264,13 +268,18 @@ def judge(ops: list[Op], truth: Truth, crashes: list[Crash]) -> Verdict:
 
 
 def _lost_tail(write: Op, reflected: list[Op], crashes: list[Crash]) -> bool:
-    """Whether ``write`` went with a tail the database lost in a crash: a
-    crash came after it was acknowledged, and no write begun after that
-    acknowledgement and before the crash (so committed after it) survived.
-    A database that loses commits loses its last ones; a hole before a
-    surviving later commit is not the database's doing."""
+    """Whether ``write`` went with a tail the database lost in a crash: it
+    was committed before the crash (acknowledged before it, or begun before
+    it and acknowledged before the database could take writes again: the
+    answer of a commit made just before the kill reaches the client just
+    after), and no write begun after that acknowledgement and before the
+    crash (so committed after it) survived.  A database that loses commits
+    loses its last ones; a hole before a surviving later commit is not the
+    database's doing."""
     for crash in crashes:
-        if write.end > crash.at:
+        answered_late = (crash.back_at is not None and write.start < crash.at
+                         and write.end < crash.back_at)
+        if write.end > crash.at and not answered_late:
             continue
         if not any(write.end < o.start < crash.at for o in reflected):
             return True

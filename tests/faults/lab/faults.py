@@ -128,10 +128,11 @@ def crash_all_nodes(lab: Lab, hold: float) -> list[Crash]:
     assert spread < 1.0, f"the nodes died {spread:.2f} s apart"
     _hold(hold)
     after: list[int] = []
+    back = time.time()  # no node runs before this
     # The feed's last id as recovered, read before haproxy (2 checks 2 s
     # apart) lets any client write to the bootstrapped node.
     lab.galera.recover_all(lambda node: after.append(feed_head(lab.truth())))
-    return [Crash(at, before, after[0], sampled)]
+    return [Crash(at, before, after[0], sampled, back)]
 
 
 def crash_primary_and_promote(lab: Lab, hold: float) -> list[Crash]:
@@ -143,8 +144,9 @@ def crash_primary_and_promote(lab: Lab, hold: float) -> list[Crash]:
     lab.pg.crash(lab.pg.primary)
     at = time.time()
     _hold(hold)
+    back = time.time()  # the replica takes no write before its promotion
     lab.pg.promote()
-    crash = Crash(at, before, feed_head(lab.truth()), sampled)
+    crash = Crash(at, before, feed_head(lab.truth()), sampled, back)
     lab.pg.rebuild_replica()
     return [crash]
 
