@@ -226,8 +226,12 @@ def judge(ops: list[Op], truth: Truth, crashes: list[Crash]) -> Verdict:
         verdict.unknown += op.outcome == "unknown"
         if op.kind != "inventory":
             by_subject.setdefault(op.subject, []).append(op)
-    reflected: list[Op] = []   # acknowledged writes the database shows
-    missing: list[Op] = []     # acknowledged writes it does not
+    # Acknowledged writes whose own effect the database shows: the one write
+    # of a subject that left the state it holds, where no other write of it
+    # left that state (a move that a later move overwrote, or one to where
+    # the consumer already was, shows nothing of its own).
+    observed: list[Op] = []
+    missing: list[Op] = []     # acknowledged writes it does not show
     for subject, seq in by_subject.items():
         if seq[0].kind == "host":
             actual = "present" if subject in truth.providers else None
@@ -243,23 +247,22 @@ def judge(ops: list[Op], truth: Truth, crashes: list[Crash]) -> Verdict:
                 allowed = {states[-1][0]}
             elif op.outcome == "unknown":
                 allowed = allowed | {_apply(s, op) for s in allowed}
-        # Writes certainly applied: those up to the first state that is
-        # the database's (a claim and its delete both lost leave the state
-        # they would leave applied).  Writes missing: those after the last.
+        # Writes missing: those after the last state that is the
+        # database's (a claim and its delete both lost leave the state
+        # they would leave applied).
         matches = [i for i, (s, _) in enumerate(states) if s == actual]
+        if len(matches) == 1 and matches[0] >= 1:
+            observed.append(states[matches[0]][1])
         if actual in allowed:
-            upto = matches[0] if matches else len(states) - 1
-            reflected.extend(o for _, o in states[1:upto + 1])
             continue
         if not matches:
             verdict.refused_stored.append(f"{subject}: holds {actual!r}, which no "
                                           f"acknowledged or unknown write left: {seq}")
             continue
-        reflected.extend(o for _, o in states[1:matches[0] + 1])
         missing.extend(o for _, o in states[matches[-1] + 1:])
     for o in missing:
         text = f"{o.kind} {o.subject} -> {o.target} acknowledged at {o.end:.3f}"
-        (verdict.lost_by_database if _lost_tail(o, reflected, crashes)
+        (verdict.lost_by_database if _lost_tail(o, observed, crashes)
          else verdict.lost_by_allotment).append(text)
     for u, used in truth.usage.items():
         if u in truth.capacity and used > truth.capacity[u]:
@@ -267,20 +270,23 @@ def judge(ops: list[Op], truth: Truth, crashes: list[Crash]) -> Verdict:
     return verdict
 
 
-def _lost_tail(write: Op, reflected: list[Op], crashes: list[Crash]) -> bool:
+def _lost_tail(write: Op, observed: list[Op], crashes: list[Crash]) -> bool:
     """Whether ``write`` went with a tail the database lost in a crash: it
     was committed before the crash (acknowledged before it, or begun before
     it and acknowledged before the database could take writes again: the
     answer of a commit made just before the kill reaches the client just
-    after), and no write begun after that acknowledgement and before the
-    crash (so committed after it) survived.  A database that loses commits
-    loses its last ones; a hole before a surviving later commit is not the
-    database's doing."""
+    after), and no write begun after that acknowledgement and committed
+    before the crash survived.  A database that loses commits loses its
+    last ones; a hole before a surviving later commit is not the
+    database's doing.  A later write committed before the crash is one
+    begun before it and acknowledged before the database could take writes
+    again: one acknowledged after may have been committed after the
+    recovery (its request waited, or was tried again), and proves no hole."""
     for crash in crashes:
-        answered_late = (crash.back_at is not None and write.start < crash.at
-                         and write.end < crash.back_at)
+        back = crash.back_at if crash.back_at is not None else float("inf")
+        answered_late = crash.back_at is not None and write.start < crash.at and write.end < back
         if write.end > crash.at and not answered_late:
             continue
-        if not any(write.end < o.start < crash.at for o in reflected):
+        if not any(write.end < o.start < crash.at and o.end < back for o in observed):
             return True
     return False

@@ -11,8 +11,9 @@ HOST = "host"
 CRASH_AT, BACK_AT = 100.0, 110.0
 
 
-def _claim(consumer: str, start: float, end: float) -> Op:
-    return Op(client=0, kind="claim", subject=consumer, target=HOST, start=start, end=end,
+def _claim(consumer: str, start: float, end: float, kind: str = "claim",
+           target: str = HOST) -> Op:
+    return Op(client=0, kind=kind, subject=consumer, target=target, start=start, end=end,
               status=204, outcome="ok")
 
 
@@ -53,3 +54,23 @@ def test_a_hole_before_a_surviving_later_write_is_allotments_loss():
                        {"later": HOST})
     assert [text.split()[1] for text in verdict.lost_by_allotment] == ["lost"]
     assert not verdict.lost_by_database
+
+
+def test_a_later_write_committed_after_the_recovery_proves_no_hole():
+    # Begun before the crash, its request waited and was committed once the
+    # database was back: the earlier write still went with the lost tail.
+    verdict = _verdict([_claim("lost", 90.0, 90.5), _claim("waited", 99.0, BACK_AT + 2.0)],
+                       {"waited": HOST})
+    assert verdict.lost_by_database and not verdict.lost_by_allotment
+
+
+def test_a_later_write_overwritten_since_proves_no_hole():
+    # The move just before the crash went to where the consumer already was,
+    # and a move after the recovery left what the database holds: nothing
+    # shows the first move survived, so the lost claim before it went with
+    # the tail.
+    ops = [_claim("lost", 90.0, 90.5),
+           _claim("moved", 80.0, 80.5), _claim("moved", 91.0, 91.5, "move"),
+           _claim("moved", BACK_AT + 5, BACK_AT + 6, "move", "other")]
+    verdict = _verdict(ops, {"moved": "other"})
+    assert verdict.lost_by_database and not verdict.lost_by_allotment
