@@ -324,7 +324,8 @@ def test_random_writes_through_two_nodes(galera):
     statuses = result["statuses"]
     print("writes through two nodes:", result["claims"], "claims,",
           result["claims_ok"], "granted, statuses", sorted(statuses.items(), key=str))
-    assert not [s for s in statuses if isinstance(s, int) and s >= 500], statuses
+    assert not [s for s in statuses if isinstance(s, int) and s >= 500], (
+        statuses, workload.record.unavailable)
     assert result["claims_ok"] > 0
     for server in (galera.a, galera.b):
         candidates_agree(server.url, workload, result["usage"])

@@ -63,6 +63,8 @@ class Record:
     # (the URL of the service that answered, status): who answered what.
     by_service: Counter = field(default_factory=Counter)
     bad: list[str] = field(default_factory=list)  # 5xx other than 503, bad bodies
+    # Each 503: the request and the detail it gave (what the database did).
+    unavailable: list[str] = field(default_factory=list)
     consumers: dict[str, Outcome] = field(default_factory=dict)
     claims_ok: int = 0
     claims: int = 0
@@ -170,6 +172,7 @@ class Workload:
             error = resp.json()["errors"][0]
             assert error["status"] == 503 and error["title"] and error["detail"]
             assert "Traceback" not in resp.text
+            self.record.unavailable.append(f"{method} {url}: {error['detail']}")
         except Exception:  # any shape problem is the finding
             self.record.bad.append(f"{method} {url}: 503 not in Placement's shape: "
                                    f"{resp.text[:300]}")
