@@ -42,9 +42,9 @@ T = TypeVar("T")
 # On a Galera cluster every write through two nodes at once conflicts on
 # the change feed's next row, and a busy machine sees long runs: writes
 # through two nodes of the test cluster (tests/galera) met runs of up to
-# 7 aborts in a row in 8,000 writes, and on a loaded machine one write
-# in 3,400 once ran out of 10 attempts.  Twenty take at most about 4 s of
-# pauses.
+# 7 aborts in a row in four runs of 20 s, and on a loaded machine one
+# write in 3,400 once ran out of 10 attempts.  Twenty take at most about
+# 4 s of pauses.
 ATTEMPTS = 20
 # The pause before attempt n is random (so two writers that keep meeting
 # part), up to FIRST_PAUSE * 2**n seconds, never more than LONGEST_PAUSE.
