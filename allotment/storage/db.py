@@ -118,6 +118,10 @@ def create_engine(url: str, *, conf=None, autocommit: bool = False) -> Engine:
         # A connection in autocommit mode holds no transaction to end: the
         # pool's ROLLBACK on its return would be a round trip for nothing.
         kwargs["pool_reset_on_return"] = None
+    elif backend == "mysql":
+        # The pool rolls back only what a transaction may have left open
+        # (_reset_mysql); psycopg and sqlite3 skip that by themselves.
+        kwargs["pool_reset_on_return"] = None
     engine = sa.create_engine(url, **kwargs)
     _MADE_FROM[engine] = made_from
     if backend == "sqlite":
@@ -126,6 +130,8 @@ def create_engine(url: str, *, conf=None, autocommit: bool = False) -> Engine:
     elif backend == "mysql":
         mode = db_conf.mysql_sql_mode if db_conf is not None else "TRADITIONAL"
         _setup_mysql(engine, mode, statement_timeout)
+        if not autocommit:
+            event.listen(engine, "reset", _reset_mysql)
         _check_sockets(engine)
     elif backend == "postgresql":
         _check_sockets(engine)
@@ -281,6 +287,26 @@ def _setup_mysql(engine: Engine, mode: str, statement_timeout: int) -> None:
         cur.close()
 
 
+# Set on a pooled connection's record by a transaction of Database's that
+# has just committed: it holds nothing open, and the pool need not roll back.
+_ENDED = "allotment_transaction_ended"
+
+
+def _ended(conn: Connection) -> None:
+    conn.connection.info[_ENDED] = True
+
+
+def _reset_mysql(dbapi_conn, record, _state) -> None:
+    """On MySQL the pool's ROLLBACK on a connection's return is a round trip
+    of its own, after every transaction.  It is skipped only where one of
+    Database's transactions has just committed on the connection; anything
+    else (an error, a connection used outside Database) is rolled back as
+    the pool would."""
+    if record is not None and record.info.pop(_ENDED, False):
+        return
+    dbapi_conn.rollback()
+
+
 def galera_node(cursor) -> bool:
     """Whether the server behind a DBAPI cursor replicates with Galera."""
     cursor.execute("SHOW VARIABLES LIKE 'wsrep_on'")
@@ -385,6 +411,7 @@ class Database:
                     # round trips where this is one.
                     direct.execute_sql(conn, _REPEATABLE_READ)
                 yield conn
+            _ended(conn)
 
     @contextmanager
     def write(self) -> Iterator[Connection]:
@@ -405,6 +432,7 @@ class Database:
                     feed.flush(conn, feed.end(conn), retention=self.feed_retention)
                     if self.backend == "sqlite":
                         direct.execute(conn, _WRITER_OUT)
+                _ended(conn)
             finally:
                 feed.end(conn)
 
