@@ -34,6 +34,7 @@ storage/faults.py answers for it unchanged.
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -109,8 +110,11 @@ class _Plan:
         self.convert = tuple(convert)
         self.row_type = None
         if keys is not None:
+            # Each column an attribute read in C (as a named tuple's), not
+            # through __getattr__: rows are read column by column, in loops.
+            columns = {k: property(operator.itemgetter(i)) for i, k in enumerate(keys)}
             self.row_type = type("Row", (_Row,), {
-                "__slots__": (), "_index": {k: i for i, k in enumerate(keys)}})
+                "__slots__": (), "_index": {k: i for i, k in enumerate(keys)}, **columns})
 
     def rows(self, cursor: Any) -> list:
         """The rows of this statement's result on ``cursor``, as rows."""
