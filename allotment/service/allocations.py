@@ -29,7 +29,7 @@ from allotment.service import consumers as consumer_service
 from allotment.service.consumers import ConsumerRequest
 from allotment.storage import allocations as store
 from allotment.storage import consumers as consumer_store
-from allotment.storage import resource_classes, resource_providers, retry
+from allotment.storage import new_claims, resource_classes, resource_providers, retry
 from allotment.storage.db import Database
 
 LOG = logging.getLogger(__name__)
@@ -133,10 +133,13 @@ def write(conn: Connection, batch: Sequence[ConsumerAllocations]) -> None:
         conn, uuids=wanted, ids={r.resource_provider_id for r in old_rows}, brief=True)
     by_uuid = {row.uuid: row for row in by_id.values()}
 
-    # A consumer created here is at generation 1 once this commits.
+    # A consumer created here is at generation 1 once this commits.  A claim
+    # of one new consumer writes its row with its allocations, at the end
+    # (storage.new_claims).
     states = [consumer_service.check_and_write_consumer(
                   conn, item.consumer, existing.get(item.consumer.uuid),
-                  created_generation=1 if item.allocations else 0, owner=owner)
+                  created_generation=1 if item.allocations else 0, owner=owner,
+                  create_later=len(batch) == 1 and bool(item.allocations))
               for item, owner in zip(batch, owners, strict=True)]
 
     for item in batch:
@@ -176,17 +179,29 @@ def write(conn: Connection, batch: Sequence[ConsumerAllocations]) -> None:
 
     added: dict[tuple[int, int], int] = defaultdict(int)
     holding = set()
+    claim = None  # a new consumer and what it holds, written with the generations
     for index, state in enumerate(states):
         amounts = {(a.provider.id, a.class_id): a.used
                    for a in allocs if a.consumer == index and a.used > 0}
-        store.insert(conn, state.uuid, amounts)
+        if state.new is not None and amounts:
+            claim = (state.new, amounts)
+        else:
+            if state.new is not None:  # allocations of nothing (used 0 throughout)
+                new = state.new
+                consumer_store.create(conn, uuid=new.uuid, project_id=new.project_id,
+                                      user_id=new.user_id,
+                                      consumer_type_id=new.consumer_type_id,
+                                      generation=new.generation)
+            store.insert(conn, state.uuid, amounts)
         for key, used in amounts.items():
             added[key] += used
         if amounts:
             holding.add(index)
     store.note_usage(conn, removed, added)
 
-    if not store.advance_providers(conn, {pid: by_id[pid].generation for pid in touched_pids}):
+    seen = {pid: by_id[pid].generation for pid in touched_pids}
+    if not (new_claims.write(conn, *claim, seen) if claim is not None
+            else store.advance_providers(conn, seen)):
         raise RetryWrite()
     for index in sorted({a.consumer for a in allocs}):
         state = states[index]

@@ -13,6 +13,7 @@ from sqlalchemy.engine import Connection, Row
 
 from allotment import errors
 from allotment.storage import consumers as store
+from allotment.storage.new_claims import NewConsumer
 
 
 @dataclass(frozen=True)
@@ -35,10 +36,13 @@ class ConsumerRequest:
 
 @dataclass
 class ConsumerState:
-    id: int
+    id: int | None  # None while a new consumer's row is not written yet (``new``)
     uuid: str
     generation: int
     created: bool
+    # A new consumer whose row the caller writes with its allocations
+    # (storage.new_claims), when it asked for that.
+    new: NewConsumer | None = None
 
 
 def _conflict(expected: object, got: object) -> errors.ConcurrentUpdate:
@@ -48,12 +52,15 @@ def _conflict(expected: object, got: object) -> errors.ConcurrentUpdate:
 
 def check_and_write_consumer(conn: Connection, request: ConsumerRequest,
                              existing: Row | None, *, created_generation: int = 0,
-                             owner: store.OwnerIds | None = None) -> ConsumerState:
+                             owner: store.OwnerIds | None = None,
+                             create_later: bool = False) -> ConsumerState:
     """Check the caller's view of the consumer, then create or update it.
 
     ``existing`` is the consumer's current row (None when it does not exist);
     ``owner``, when given, the ids of the request's project, user and type
-    read with it (store.get_with_owner).
+    read with it (store.get_with_owner).  With ``create_later`` a new
+    consumer is not written here: the state's ``new`` says what the caller
+    is to write.
     The generation of an existing consumer is not bumped here: the
     allocation write does that once it has succeeded, with a guarded UPDATE.
     A new consumer is created at ``created_generation`` (what it will have
@@ -71,6 +78,9 @@ def check_and_write_consumer(conn: Connection, request: ConsumerRequest,
     project_id, user_id, type_id = store.ensure_owner(
         conn, request.project_id, request.user_id, request.consumer_type, read=owner)
 
+    if existing is None and create_later:
+        new = NewConsumer(request.uuid, project_id, user_id, type_id, created_generation)
+        return ConsumerState(None, request.uuid, created_generation, created=True, new=new)
     if existing is None:
         consumer_id = store.create(conn, uuid=request.uuid, project_id=project_id,
                                    user_id=user_id, consumer_type_id=type_id,
