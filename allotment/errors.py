@@ -81,28 +81,31 @@ class NotFound(PlacementError):
     explanation = "The resource could not be found."
 
 
-class MethodNotAllowed(PlacementError):
+class _NamesTheRequest(PlacementError):
+    """An error whose explanation names a part of the request, as webob's
+    do: ``explanation`` with ``{asked}`` standing for the request's value
+    of ``environ_key``."""
+
+    environ_key = ""
+
+    def format_detail(self, environ: dict | None = None) -> str:
+        asked = (environ or {}).get(self.environ_key, "")
+        return f"{self.explanation.format(asked=asked)} \n\n {self.detail}"
+
+
+class MethodNotAllowed(_NamesTheRequest):
     status = 405
     title = "Method Not Allowed"
-
-    def format_detail(self, environ: dict | None = None) -> str:
-        method = (environ or {}).get("REQUEST_METHOD", "")
-        return (
-            f"The method {method} is not allowed for this resource. \n\n "
-            f"{self.detail}"
-        )
+    environ_key = "REQUEST_METHOD"
+    explanation = "The method {asked} is not allowed for this resource."
 
 
-class NotAcceptable(PlacementError):
+class NotAcceptable(_NamesTheRequest):
     status = 406
     title = "Not Acceptable"
-
-    def format_detail(self, environ: dict | None = None) -> str:
-        accept = (environ or {}).get("HTTP_ACCEPT", "")
-        return (
-            "The resource could not be generated that was acceptable to your "
-            f"browser (content of type {accept}. \n\n {self.detail}"
-        )
+    environ_key = "HTTP_ACCEPT"
+    explanation = ("The resource could not be generated that was acceptable to your "
+                   "browser (content of type {asked}.")
 
 
 class Conflict(PlacementError):
@@ -123,16 +126,11 @@ class RequestURITooLong(PlacementError):
     explanation = "The request URI was too long for this server."
 
 
-class UnsupportedMediaType(PlacementError):
+class UnsupportedMediaType(_NamesTheRequest):
     status = 415
     title = "Unsupported Media Type"
-
-    def format_detail(self, environ: dict | None = None) -> str:
-        ctype = (environ or {}).get("CONTENT_TYPE", "")
-        return (
-            f"The request media type {ctype} is not supported by this "
-            f"server. \n\n {self.detail}"
-        )
+    environ_key = "CONTENT_TYPE"
+    explanation = "The request media type {asked} is not supported by this server."
 
 
 class ServiceUnavailable(PlacementError):
