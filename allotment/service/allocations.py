@@ -183,15 +183,9 @@ def write(conn: Connection, batch: Sequence[ConsumerAllocations]) -> None:
     for index, state in enumerate(states):
         amounts = {(a.provider.id, a.class_id): a.used
                    for a in allocs if a.consumer == index and a.used > 0}
-        if state.new is not None and amounts:
+        if state.new is not None:
             claim = (state.new, amounts)
         else:
-            if state.new is not None:  # allocations of nothing (used 0 throughout)
-                new = state.new
-                consumer_store.create(conn, uuid=new.uuid, project_id=new.project_id,
-                                      user_id=new.user_id,
-                                      consumer_type_id=new.consumer_type_id,
-                                      generation=new.generation)
             store.insert(conn, state.uuid, amounts)
         for key, used in amounts.items():
             added[key] += used

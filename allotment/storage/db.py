@@ -293,7 +293,8 @@ _ENDED = "allotment_transaction_ended"
 
 
 def _ended(conn: Connection) -> None:
-    conn.connection.info[_ENDED] = True
+    if conn.dialect.name == "mysql":  # the only pool that reads it (_reset_mysql)
+        conn.connection.info[_ENDED] = True
 
 
 def _reset_mysql(dbapi_conn, record, _state) -> None:

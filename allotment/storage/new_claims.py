@@ -86,7 +86,7 @@ _ONE_STATEMENT = _one_statement()
 def write(conn: Connection, consumer: NewConsumer, amounts: Mapping[tuple[int, int], int],
           seen: Mapping[int, int]) -> bool:
     """Create ``consumer`` holding ``amounts`` ({(provider id, class id):
-    used}, not empty) and move the providers in ``seen`` (provider id ->
+    used}) and move the providers in ``seen`` (provider id ->
     generation read) one generation on; False, with nothing that counts
     written, when any provider's generation had moved already (the caller
     rolls back).  The change feed learns of the generations here, of the
