@@ -20,6 +20,7 @@ the whole write again.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -44,13 +45,25 @@ class NewConsumer:
     generation: int
 
 
-def _one_statement() -> sa.Update:
-    """PostgreSQL's claim tail: parameters ``consumer_uuid``,
+# Up to so many allocation rows and providers the tail binds one parameter
+# per value, in a statement kept per shape (a claim on one host is three
+# rows and one provider).  PostgreSQL settles on one plan for such a
+# prepared statement after a few runs; with array parameters it plans the
+# statement again at every run (its generic plan cannot know the arrays'
+# lengths and always looks dearer than one made for them: about 130 us of
+# the server's CPU a claim against a grown database).  Longer claims take
+# the arrays.
+ROWS_LISTED_UP_TO = 2 * direct.LISTED_UP_TO
+PROVIDERS_LISTED_UP_TO = direct.LISTED_UP_TO
+
+
+def _tail(given: sa.FromClause, seen: sa.FromClause) -> sa.Update:
+    """PostgreSQL's claim tail over ``given`` (columns pid, cid, used: the
+    allocations) and ``seen`` (columns id, seen: the providers with the
+    generations they were read at); parameters ``consumer_uuid``,
     ``owner_project``, ``owner_user``, ``owner_type``,
-    ``consumer_generation``, ``now``, the
-    allocations as arrays (``pids``, ``cids``, ``used``, in the order of
-    the ids) and the providers with the generations they were read at
-    (``ids``, ``seen``).  Its row count is the number of providers moved."""
+    ``consumer_generation`` and ``now``.  Its row count is the number of
+    providers moved."""
     now = sa.bindparam("now", type_=consumers.c.created_at.type)
     uuid = sa.bindparam("consumer_uuid", type_=consumers.c.uuid.type)
     consumer = sa.insert(consumers).values(
@@ -60,19 +73,10 @@ def _one_statement() -> sa.Update:
         generation=sa.bindparam("consumer_generation", type_=consumers.c.generation.type),
         created_at=now,
     ).returning(consumers.c.id).cte("new_consumer")
-    given = sa.func.unnest(
-        sa.bindparam("pids", type_=sa.ARRAY(sa.Integer)),
-        sa.bindparam("cids", type_=sa.ARRAY(sa.Integer)),
-        sa.bindparam("used", type_=sa.ARRAY(sa.Integer)),
-    ).table_valued("pid", "cid", "used").render_derived()
     held = sa.insert(allocations).from_select(
         ["consumer_id", "resource_provider_id", "resource_class_id", "used", "created_at"],
         sa.select(uuid, given.c.pid, given.c.cid, given.c.used, now),
     ).returning(allocations.c.id).cte("new_allocations")
-    seen = sa.func.unnest(
-        sa.bindparam("ids", type_=sa.ARRAY(sa.Integer)),
-        sa.bindparam("seen", type_=sa.ARRAY(sa.Integer)),
-    ).table_valued("id", "seen").render_derived()
     rp = resource_providers
     return (sa.update(rp)
             .where(rp.c.id == seen.c.id, rp.c.generation == seen.c.seen)
@@ -80,7 +84,40 @@ def _one_statement() -> sa.Update:
             .add_cte(consumer).add_cte(held))
 
 
-_ONE_STATEMENT = _one_statement()
+def _with_arrays() -> sa.Update:
+    """The tail for any number of rows: the allocations as arrays (``pids``,
+    ``cids``, ``used``, in the order of the ids) and the providers too
+    (``ids``, ``seen``)."""
+    given = sa.func.unnest(
+        sa.bindparam("pids", type_=sa.ARRAY(sa.Integer)),
+        sa.bindparam("cids", type_=sa.ARRAY(sa.Integer)),
+        sa.bindparam("used", type_=sa.ARRAY(sa.Integer)),
+    ).table_valued("pid", "cid", "used").render_derived()
+    seen = sa.func.unnest(
+        sa.bindparam("ids", type_=sa.ARRAY(sa.Integer)),
+        sa.bindparam("seen", type_=sa.ARRAY(sa.Integer)),
+    ).table_valued("id", "seen").render_derived()
+    return _tail(given, seen)
+
+
+def _values(name: str, columns: tuple[str, ...], count: int) -> sa.Values:
+    """``(VALUES (:<column>_0, ...), ...) AS name(columns)``: ``count`` rows of
+    integer parameters."""
+    return sa.values(*(sa.column(c, sa.Integer) for c in columns), name=name).data(
+        [tuple(sa.bindparam(f"{c}_{k}", type_=sa.Integer) for c in columns)
+         for k in range(count)])
+
+
+@functools.cache
+def _listed(rows: int, providers: int) -> sa.Update:
+    """The tail for so many allocation rows and providers, built once:
+    parameters ``pid_<k>``, ``cid_<k>``, ``used_<k>`` and ``id_<k>``,
+    ``seen_<k>``."""
+    return _tail(_values("given", ("pid", "cid", "used"), rows),
+                 _values("seen", ("id", "seen"), providers))
+
+
+_WITH_ARRAYS = _with_arrays()
 
 
 def write(conn: Connection, consumer: NewConsumer, amounts: Mapping[tuple[int, int], int],
@@ -101,13 +138,23 @@ def write(conn: Connection, consumer: NewConsumer, amounts: Mapping[tuple[int, i
     now = utcnow()
     rows = sorted(amounts.items())
     providers = sorted(seen.items())
-    moved = direct.execute(conn, _ONE_STATEMENT, {
+    params = {
         "consumer_uuid": consumer.uuid, "owner_project": consumer.project_id,
         "owner_user": consumer.user_id, "owner_type": consumer.consumer_type_id,
-        "consumer_generation": consumer.generation, "now": now,
-        "pids": [pid for (pid, _), _ in rows], "cids": [cid for (_, cid), _ in rows],
-        "used": [used for _, used in rows],
-        "ids": [pid for pid, _ in providers], "seen": [gen for _, gen in providers]})
+        "consumer_generation": consumer.generation, "now": now}
+    if len(rows) <= ROWS_LISTED_UP_TO and len(providers) <= PROVIDERS_LISTED_UP_TO:
+        statement = _listed(len(rows), len(providers))
+        for k, ((pid, cid), used) in enumerate(rows):
+            params[f"pid_{k}"], params[f"cid_{k}"], params[f"used_{k}"] = pid, cid, used
+        for k, (pid, generation) in enumerate(providers):
+            params[f"id_{k}"], params[f"seen_{k}"] = pid, generation
+    else:
+        statement = _WITH_ARRAYS
+        params.update(
+            pids=[pid for (pid, _), _ in rows], cids=[cid for (_, cid), _ in rows],
+            used=[used for _, used in rows],
+            ids=[pid for pid, _ in providers], seen=[gen for _, gen in providers])
+    moved = direct.execute(conn, statement, params)
     if moved.rowcount != len(seen):
         return False
     for pid, generation in providers:
