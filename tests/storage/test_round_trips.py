@@ -390,8 +390,9 @@ def test_a_claim_and_its_deletion_on_the_driver_count_their_round_trips(db, sent
 
 def test_a_consumer_is_read_with_its_owners_ids_in_one_statement(db, sent_direct):
     """A claim reads its consumer and the ids of the owner it names in one
-    statement: the row as get_many_by_uuid gives it, and each id as
-    ensure_owner finds it (None where not recorded yet)."""
+    statement: what a write checks and changes of the consumer (its ids,
+    generation and owner's ids, as get_many_by_uuid gives them), and each
+    id as ensure_owner finds it (None where not recorded yet)."""
     from allotment.storage import consumers as consumer_store
 
     on_driver, through_sqlalchemy = sent_direct
@@ -406,8 +407,9 @@ def test_a_consumer_is_read_with_its_owners_ids_in_one_statement(db, sent_direct
         assert _first_words(on_driver) == ["SELECT"] and through_sqlalchemy == [], (
             on_driver, through_sqlalchemy)
         expected = consumer_store.get_many_by_uuid(conn, [consumer])[consumer]
-        assert tuple(row)[-len(tuple(expected)):] == tuple(expected)
-        assert (row.uuid, row.generation, row.project_external_id) == (consumer, 1, "project")
+        fields = ("id", "uuid", "generation", "project_id", "user_id", "consumer_type_id")
+        assert tuple(row)[-len(fields):] == tuple(getattr(expected, f) for f in fields)
+        assert (row.uuid, row.generation, row.project_id) == (consumer, 1, project)
         assert owner == (project, None, None)
         assert consumer_store.get_with_owner(conn, _uuid(), "project", "user", "INSTANCE") == (
             None, (project, user, typed))
@@ -421,7 +423,8 @@ def test_a_claim_on_the_driver_that_lost_a_race_for_one_provider_moves_none(db, 
 
     on_driver, through_sqlalchemy = sent_direct
     tree = _tree_of_three(db)
-    _claim(db, _uuid(), tree)  # the UPDATE of three providers learned
+    with db.write() as conn:  # the UPDATE of three providers learned
+        assert allocation_store.advance_providers(conn, {rp.id: rp.generation for rp in tree})
     with db.read() as conn:
         tree = [store.get_by_uuid(conn, rp.uuid) for rp in tree]
     through_sqlalchemy.clear()
