@@ -20,7 +20,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 
 from allotment import conf as conf_mod
-from allotment.storage import direct, faults, feed, foreign, watch
+from allotment.storage import direct, faults, feed, foreign, pg_rollback, watch
 from allotment.storage.tables import allotment_writer
 
 LOG = logging.getLogger(__name__)
@@ -135,6 +135,7 @@ def create_engine(url: str, *, conf=None, autocommit: bool = False) -> Engine:
         _check_sockets(engine)
     elif backend == "postgresql":
         _check_sockets(engine)
+        pg_rollback.install(engine)
     return engine
 
 

@@ -1,0 +1,66 @@
+"""A rollback on PostgreSQL keeps psycopg's prepared statements
+(storage/pg_rollback.py), and still rolls back."""
+
+from __future__ import annotations
+
+import pytest
+import sqlalchemy as sa
+
+from allotment.storage import resource_classes
+from allotment.storage.tables import resource_classes as classes_table
+
+_NAMED = sa.select(classes_table.c.id).where(classes_table.c.name == sa.bindparam("name"))
+
+
+@pytest.fixture
+def pg(db):
+    if db.backend != "postgresql":
+        pytest.skip("psycopg's prepared statements")
+    return db
+
+
+class _Refused(Exception):
+    pass
+
+
+def _prepared(conn) -> set[str]:
+    return set(conn.execute(sa.text("SELECT statement FROM pg_prepared_statements")).scalars())
+
+
+def _prepare(conn) -> str:
+    """Run a statement until psycopg has prepared it; its text."""
+    for _ in range(8):
+        conn.execute(_NAMED, {"name": "VCPU"})
+    [text] = [s for s in _prepared(conn) if "FROM resource_classes" in s]
+    return text
+
+
+def test_a_rolled_back_transaction_leaves_the_prepared_statements(pg):
+    with pg.engine.connect() as conn:
+        with pytest.raises(_Refused), conn.begin():
+            text = _prepare(conn)
+            raise _Refused
+        assert text in _prepared(conn)
+        # psycopg still runs it by its name: nothing was deallocated under it.
+        assert conn.execute(_NAMED, {"name": "VCPU"}).scalar() is not None
+
+
+def test_the_rollback_undoes_what_the_transaction_wrote(pg):
+    with pytest.raises(_Refused), pg.write() as conn:
+        _prepare(conn)
+        resource_classes.get_or_create_class(conn, "CUSTOM_ROLLED_BACK")
+        raise _Refused
+    with pg.read() as conn:
+        assert resource_classes.get(conn, "CUSTOM_ROLLED_BACK") is None
+    with pg.engine.connect() as conn:
+        assert conn.connection.driver_connection.pgconn.transaction_status == 0  # idle
+
+
+def test_a_transaction_in_error_rolls_back_and_the_next_one_works(pg):
+    with pg.engine.connect() as conn:
+        with pytest.raises(sa.exc.DataError), conn.begin():
+            text = _prepare(conn)
+            conn.execute(sa.text("SELECT 1 / 0"))
+        with conn.begin():
+            assert text in _prepared(conn)
+            assert conn.execute(_NAMED, {"name": "VCPU"}).scalar() is not None
