@@ -148,7 +148,8 @@ def _grow(conn, hosts: int, consumers_per_host: int) -> None:
         "JOIN resource_providers rp ON rp.name = 'grown-' || (1 + c.id % :n) "
         "CROSS JOIN resource_classes rc WHERE rc.name IN ('VCPU', 'MEMORY_MB', 'DISK_GB')"),
         {"n": hosts})
-    conn.execute(sa.text("ANALYZE"))
+    for table in ("resource_providers", "consumers", "allocations"):
+        conn.execute(sa.text(f"ANALYZE {table}"))
 
 
 class _RolledBack(Exception):

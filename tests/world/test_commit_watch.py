@@ -204,7 +204,8 @@ def test_the_probe_reads_an_index_however_long_the_feed(db, monkeypatch):
     arguments = b"(%d)" % replica.head if takes.get_value(0, 0) != b"0" else b""
     plan = pgconn.exec_(b"EXPLAIN EXECUTE " + watch.PREPARED_PROBE + arguments)
     lines = [plan.get_value(i, 0).decode() for i in range(plan.ntuples)]
-    assert lines and not any("Seq Scan" in line for line in lines), lines
+    # (The epoch's one row may be read by a scan: it is one row.)
+    assert lines and not any("Seq Scan on placement_changes" in line for line in lines), lines
 
 
 def test_a_probe_whose_statement_fails_gives_way(db, monkeypatch):
