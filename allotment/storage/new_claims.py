@@ -108,13 +108,22 @@ def _values(name: str, columns: tuple[str, ...], count: int) -> sa.Values:
          for k in range(count)])
 
 
+def _bound(columns: tuple[str, ...], rows: list[tuple]) -> dict[str, int]:
+    """The parameters of :func:`_values` for ``rows`` (one value a column)."""
+    return {f"{c}_{k}": value for k, row in enumerate(rows)
+            for c, value in zip(columns, row, strict=True)}
+
+
+_GIVEN = ("pid", "cid", "used")
+_SEEN = ("id", "seen")
+
+
 @functools.cache
 def _listed(rows: int, providers: int) -> sa.Update:
     """The tail for so many allocation rows and providers, built once:
     parameters ``pid_<k>``, ``cid_<k>``, ``used_<k>`` and ``id_<k>``,
     ``seen_<k>``."""
-    return _tail(_values("given", ("pid", "cid", "used"), rows),
-                 _values("seen", ("id", "seen"), providers))
+    return _tail(_values("given", _GIVEN, rows), _values("seen", _SEEN, providers))
 
 
 _WITH_ARRAYS = _with_arrays()
@@ -144,10 +153,8 @@ def write(conn: Connection, consumer: NewConsumer, amounts: Mapping[tuple[int, i
         "consumer_generation": consumer.generation, "now": now}
     if len(rows) <= ROWS_LISTED_UP_TO and len(providers) <= PROVIDERS_LISTED_UP_TO:
         statement = _listed(len(rows), len(providers))
-        for k, ((pid, cid), used) in enumerate(rows):
-            params[f"pid_{k}"], params[f"cid_{k}"], params[f"used_{k}"] = pid, cid, used
-        for k, (pid, generation) in enumerate(providers):
-            params[f"id_{k}"], params[f"seen_{k}"] = pid, generation
+        params.update(_bound(_GIVEN, [(pid, cid, used) for (pid, cid), used in rows]))
+        params.update(_bound(_SEEN, providers))
     else:
         statement = _WITH_ARRAYS
         params.update(
