@@ -66,3 +66,24 @@ def test_a_transaction_in_error_rolls_back_and_the_next_one_works(pg):
         with conn.begin():
             assert text in _prepared(conn)
             assert conn.execute(_NAMED, {"name": "VCPU"}).scalar() is not None
+
+
+def test_a_connection_the_server_ended_mid_transaction_is_replaced(pg):
+    """The server ends the session while a transaction is open (a restart,
+    a killed backend): the rollback does not answer as libpq's is expected
+    to, psycopg's own rollback reports the lost connection, the pool drops
+    it, and the next transaction gets a new one."""
+    killer = sa.create_engine(pg.engine.url, poolclass=sa.pool.NullPool)
+    try:
+        with pg.engine.connect() as conn:
+            ended = conn.connection.driver_connection.info.backend_pid
+            with pytest.raises((_Refused, sa.exc.OperationalError)), conn.begin():
+                _prepare(conn)
+                with killer.connect() as other:
+                    other.execute(sa.text("SELECT pg_terminate_backend(:pid)"), {"pid": ended})
+                raise _Refused
+        with pg.write() as conn:
+            assert conn.connection.driver_connection.info.backend_pid != ended
+            assert conn.execute(_NAMED, {"name": "VCPU"}).scalar() is not None
+    finally:
+        killer.dispose()
