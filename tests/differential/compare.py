@@ -55,8 +55,16 @@ def summaries(answer: dict) -> dict:
     return out
 
 
-def hosts(answer: dict, roots: dict[str, str]) -> set[str]:
-    return {roots.get(rp, rp) for flat, _ in candidates(answer) for rp, _, _ in flat}
+def hosts(answer: dict, roots: dict[str, str], sharing: set[str] = frozenset()) -> set[str]:
+    """The trees an answer's candidates are anchored in: the roots of the
+    providers each candidate takes from that are not sharing providers (a
+    pool serves other trees; taking from another pool reaches no other
+    host), or, for a candidate of sharing providers only, theirs."""
+    found: set[str] = set()
+    for flat, _ in candidates(answer):
+        own = {roots.get(rp, rp) for rp, _, _ in flat if rp not in sharing}
+        found |= own or {roots.get(rp, rp) for rp, _, _ in flat}
+    return found
 
 
 def error_codes(answer: object) -> list:
@@ -190,7 +198,7 @@ def compare(up: Exchange, al: Exchange, *, up_all: Exchange | None = None,
         if len(part["allocation_requests"]) != min(limit, len(everything)):
             return f"{name}'s limited answer has {len(got)} candidates"
     roots = {**roots_of(up_all.answer), **roots_of(al_all.answer)}
-    up_hosts, al_hosts = hosts(up.answer, roots), hosts(al.answer, roots)
+    up_hosts, al_hosts = hosts(up.answer, roots, sharing), hosts(al.answer, roots, sharing)
     if len(al_hosts) < len(up_hosts):
         return f"limited answers reach {len(up_hosts)} (upstream) > {len(al_hosts)} hosts"
     tree_of = {**roots, **(tree_roots or {})}

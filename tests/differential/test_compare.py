@@ -69,6 +69,29 @@ def test_limited_answers_are_parts_of_the_whole_reaching_as_many_hosts():
     assert "candidates" in compare(get(two_hosts), get(answer(LOCAL)), **limited)
 
 
+def test_hosts_reached_are_the_trees_candidates_are_anchored_in():
+    # Two hosts with local disk and two disk pools: one limited answer takes
+    # both pools for one host, the other both hosts with their own disks.
+    # Reaching a second pool reaches no second host.
+    ss2 = "ss2"
+    pooled2 = ar({ss2: {"DISK_GB": 1}, NUMA: {"VCPU": 1}}, {"": [ss2], "1": [NUMA]})
+    local2 = ar({CN2: {"DISK_GB": 1, "VCPU": 1}}, {"": [CN2], "1": [CN2]})
+    whole = answer(POOLED, pooled2, LOCAL, local2, roots=ROOTS)
+    one_host_two_pools = answer(POOLED, pooled2, roots=ROOTS)
+    # From 1.29 the summaries describe every provider of a tree used.
+    one_host_two_pools["provider_summaries"][CN] = answer(LOCAL)["provider_summaries"][CN]
+    two_hosts = answer(LOCAL, local2, roots=ROOTS)
+    limited = dict(limit=2, up_all=get(whole), al_all=get(whole), sharing={SS, ss2})
+    assert compare(get(one_host_two_pools), get(two_hosts), **limited) is None
+    assert "hosts" in compare(get(two_hosts), get(one_host_two_pools), **limited)
+    # A candidate of pools alone is anchored in a pool's own tree.
+    alone = ar({SS: {"DISK_GB": 1}}, {"": [SS]})
+    whole = answer(alone, POOLED, roots=ROOTS)
+    limited = dict(limit=1, up_all=get(whole), al_all=get(whole), sharing={SS})
+    assert "hosts" not in (compare(get(answer(alone, roots=ROOTS)),
+                                   get(answer(POOLED, roots=ROOTS)), **limited) or "")
+
+
 def _pre_129(*cands: dict, listed: tuple[str, ...]) -> dict:
     # Before 1.29 summaries carry no root; the lane knows the trees.
     return {"allocation_requests": list(cands),
