@@ -145,7 +145,13 @@ def _contend(mixed: Mixed, rp: str) -> dict[str, int]:
     then (11 or 12 claims on 10 VCPUs through two upstream servers, on
     PostgreSQL and MariaDB alike), which is not what this test judges;
     what it judges is each of allotment's claims against every other
-    claim."""
+    claim.
+
+    An upstream claim the database aborted (the capacity guard of
+    storage/foreign.py, reported as a deadlock) may answer 500 on
+    PostgreSQL: upstream runs the write again inside the transaction the
+    database aborted (docs/adopting.md, "Both at once").  That client then
+    stops; any other answer but 204 and 409 is a problem."""
     won: list[tuple[str, str]] = []
     lock = threading.Lock()
 
@@ -161,7 +167,13 @@ def _contend(mixed: Mixed, rp: str) -> dict[str, int]:
                     with lock:
                         won.append((name, consumer))
                     break
-                assert resp.status_code == 409, resp.text
+                if resp.status_code != 409:
+                    if not (name == "upstream" and resp.status_code == 500
+                            and "current transaction is aborted" in resp.text):
+                        with lock:
+                            mixed.problems.append(
+                                f"a claim through {name}: {resp.status_code} {resp.text[:300]}")
+                    return
                 if "placement.concurrent_update" not in resp.text:
                     return  # full
     threads = [threading.Thread(target=claimer, args=(api, f"contend-{name}-{i}", name))
