@@ -25,12 +25,14 @@ is not.  Asserts nothing but that every request succeeded.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import tempfile
 import time
 import uuid as uuidlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from tests.harness import backends
 
@@ -146,6 +148,41 @@ def run(ops, hosts: list[str], rounds: int) -> dict[str, list[float]]:
     return spent
 
 
+@contextlib.contextmanager
+def flat_world(backend: str, hosts: int, prefix: str) -> Iterator[tuple[Any, str, list[str]]]:
+    """(database, its URL, the hosts' UUIDs) of :func:`make_world` on a fresh
+    database of ``backend``, dropped on leaving."""
+    from allotment.service import setup
+    from allotment.storage import db as db_mod
+    from allotment.storage import migration
+
+    with tempfile.TemporaryDirectory(prefix=f"{prefix}.") as tmp:
+        url = backends.create_database(backend, Path(tmp), prefix=prefix)
+        db = db_mod.Database(db_mod.create_engine(url))
+        try:
+            migration.upgrade(db.engine)
+            setup.sync_standards(db)
+            yield db, url, make_world(db, hosts)
+        finally:
+            db.dispose()
+            backends.drop_database(backend, url)
+
+
+def require_server(parser: argparse.ArgumentParser, backend: str) -> None:
+    if backend != "sqlite" and backend not in backends.SERVER_URLS:
+        parser.error(f"no server for {backend}: set ALLOTMENT_TEST_PG_URL or "
+                     "ALLOTMENT_TEST_MYSQL_URL")
+
+
+def print_medians(title: str, unit: str, spent: dict[str, list[float]]) -> None:
+    """``title``, then each kind's median and mean CPU in microseconds."""
+    print(f"{title}: CPU us per {unit} (median / mean)")
+    width = max(map(len, spent)) + 1
+    for kind, seconds in spent.items():
+        print(f"  {kind:{width}s} {1e6 * statistics.median(seconds):7.0f} / "
+              f"{1e6 * statistics.fmean(seconds):7.0f}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backend", choices=("sqlite", "postgresql", "mysql"),
@@ -156,34 +193,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warm-up", type=int, default=50,
                         help="rounds run before the timed ones (statements learned)")
     args = parser.parse_args(argv)
-    if args.backend != "sqlite" and args.backend not in backends.SERVER_URLS:
-        parser.error(f"no server for {args.backend}: set ALLOTMENT_TEST_PG_URL or "
-                     "ALLOTMENT_TEST_MYSQL_URL")
-
-    from allotment.service import setup
-    from allotment.storage import db as db_mod
-    from allotment.storage import migration
-
-    with tempfile.TemporaryDirectory(prefix="claim-cpu.") as tmp:
-        url = backends.create_database(args.backend, Path(tmp), prefix="claim_cpu")
-        db = db_mod.Database(db_mod.create_engine(url))
-        try:
-            migration.upgrade(db.engine)
-            setup.sync_standards(db)
-            hosts = make_world(db, args.hosts)
-            ops = Request(db, url) if args.level == "request" else Service(db)
-            run(ops, hosts, args.warm_up)  # statements learned, caches filled
-            spent = run(ops, hosts, args.rounds)
-        finally:
-            db.dispose()
-            backends.drop_database(args.backend, url)
-    print(f"{args.backend}, {args.hosts} hosts, {args.rounds} rounds, {args.level} level: "
-          "CPU us per operation (median / mean)")
-    for kind, seconds in spent.items():
-        print(f"  {kind:13s} {1e6 * statistics.median(seconds):7.0f} / "
-              f"{1e6 * statistics.fmean(seconds):7.0f}")
+    require_server(parser, args.backend)
+    with flat_world(args.backend, args.hosts, "claim_cpu") as (db, url, hosts):
+        ops = Request(db, url) if args.level == "request" else Service(db)
+        run(ops, hosts, args.warm_up)  # statements learned, caches filled
+        spent = run(ops, hosts, args.rounds)
+    print_medians(f"{args.backend}, {args.hosts} hosts, {args.rounds} rounds, "
+                  f"{args.level} level", "operation", spent)
     return 0
-
 
 if __name__ == "__main__":
     raise SystemExit(main())

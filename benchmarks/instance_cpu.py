@@ -24,14 +24,10 @@ Asserts nothing but that every request succeeded.
 from __future__ import annotations
 
 import argparse
-import statistics
-import tempfile
 import time
 import uuid as uuidlib
-from pathlib import Path
 
 from benchmarks import claim_cpu
-from tests.harness import backends
 
 PATH = ("/allocation_candidates?resources=VCPU:1,MEMORY_MB:512,DISK_GB:10"
         "&limit=1000")
@@ -74,35 +70,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warm-up", type=int, default=100,
                         help="instances scheduled before the timed ones")
     args = parser.parse_args(argv)
-    if args.backend != "sqlite" and args.backend not in backends.SERVER_URLS:
-        parser.error(f"no server for {args.backend}: set ALLOTMENT_TEST_PG_URL or "
-                     "ALLOTMENT_TEST_MYSQL_URL")
-
-    from allotment.service import setup
-    from allotment.storage import db as db_mod
-    from allotment.storage import migration
-
-    with tempfile.TemporaryDirectory(prefix="instance-cpu.") as tmp:
-        url = backends.create_database(args.backend, Path(tmp), prefix="instance_cpu")
-        db = db_mod.Database(db_mod.create_engine(url))
-        try:
-            migration.upgrade(db.engine)
-            setup.sync_standards(db)
-            hosts = claim_cpu.make_world(db, args.hosts)
-            ops = claim_cpu.Request(db, url)
-            held: list[str] = []
-            run(ops, hosts, args.warm_up, held, args.held)
-            spent = run(ops, hosts, args.instances, held, args.held)
-        finally:
-            db.dispose()
-            backends.drop_database(args.backend, url)
-    print(f"{args.backend}, {args.hosts} flat hosts, {args.instances} instances: "
-          "CPU us per request (median / mean)")
-    for kind, seconds in spent.items():
-        print(f"  {kind:15s} {1e6 * statistics.median(seconds):7.0f} / "
-              f"{1e6 * statistics.fmean(seconds):7.0f}")
+    claim_cpu.require_server(parser, args.backend)
+    with claim_cpu.flat_world(args.backend, args.hosts, "instance_cpu") as (db, url, hosts):
+        ops = claim_cpu.Request(db, url)
+        held: list[str] = []
+        run(ops, hosts, args.warm_up, held, args.held)
+        spent = run(ops, hosts, args.instances, held, args.held)
+    claim_cpu.print_medians(f"{args.backend}, {args.hosts} flat hosts, "
+                            f"{args.instances} instances", "request", spent)
     return 0
-
 
 if __name__ == "__main__":
     raise SystemExit(main())

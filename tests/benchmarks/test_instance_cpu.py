@@ -3,9 +3,8 @@ prints the CPU of each."""
 
 from __future__ import annotations
 
-import re
-
 from benchmarks import instance_cpu
+from tests.benchmarks.printed import kinds_with_medians
 
 
 def test_a_tiny_run_prints_each_request(capsys):
@@ -13,10 +12,4 @@ def test_a_tiny_run_prints_each_request(capsys):
                               "--warm-up", "3"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("sqlite, 3 flat hosts, 6 instances")
-    kinds = []
-    for line in lines[1:]:
-        m = re.fullmatch(r"  (\S+(?: \S+)?) +(\d+) / +(\d+)", line)
-        assert m, line
-        kinds.append(m.group(1))
-        assert int(m.group(2)) > 0 and int(m.group(3)) > 0
-    assert kinds == ["GET candidates", "GET consumer", "PUT", "DELETE"]
+    assert kinds_with_medians(lines[1:]) == ["GET candidates", "GET consumer", "PUT", "DELETE"]
