@@ -83,8 +83,8 @@ class _Encoder:
         """A tree's summaries as entries of ``provider_summaries``
         (``,"uuid":{...}`` each, a comma first)."""
         want = self._want
-        return b"," + orjson.dumps({s.uuid: summary_body(s, None, want)
-                                    for s in summaries})[1:-1]
+        return b"," + rendering.dumps({s.uuid: summary_body(s, None, want)
+                                       for s in summaries})[1:-1]
 
 
 class Codec:

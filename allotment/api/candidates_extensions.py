@@ -110,7 +110,10 @@ def _parse_explain(values: list[str], limits: list[str]) -> int | None:
     if not limits:
         return EXPLAIN_LIMIT_DEFAULT
     text = limits[0]
-    if not text.isdigit() or not 1 <= int(text) <= EXPLAIN_LIMIT_MAX:
+    # ASCII digits only: int() reads other scripts' digits too, and refuses
+    # more than 4,300 of them.
+    if not (text.isascii() and text.isdigit() and len(text) <= len(str(EXPLAIN_LIMIT_MAX))
+            and 1 <= int(text) <= EXPLAIN_LIMIT_MAX):
         raise errors.BadRequest(
             f"Invalid value for 'explain_limit': {text!r}; expected an integer "
             f"from 1 to {EXPLAIN_LIMIT_MAX}.", code=errors.QUERYPARAM_BAD_VALUE)

@@ -12,6 +12,7 @@ providers exist is for the service to find out; only syntax is checked here.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -275,7 +276,7 @@ def read_standard_query(params: Sequence[tuple[str, str]],
         return [v for k, v in params if k == key]
 
     limits = values("limit")
-    limit = int(limits[0]) if limits else None
+    limit = _limit(limits[0]) if limits else None
     policies = values("group_policy")
     group_policy = policies[0] if policies else None
     root_required: frozenset[str] = frozenset()
@@ -297,6 +298,19 @@ def read_standard_query(params: Sequence[tuple[str, str]],
             'than one "resources{N}" parameter.')
     return StandardQuery(version, groups, group_policy, same_subtrees, root_required,
                          root_forbidden, limit)
+
+
+def _limit(text: str) -> int:
+    """The ``limit`` the schema let through (ASCII digits, the first not 0).
+
+    No answer has more candidates than ``sys.maxsize`` (the largest length
+    Python has), so a larger limit means the same as that one; Python's
+    ``int`` also refuses text of more than 4,300 digits.
+    """
+    return sys.maxsize if len(text) > _MAXSIZE_DIGITS else min(int(text), sys.maxsize)
+
+
+_MAXSIZE_DIGITS = len(str(sys.maxsize))
 
 
 def typed_request(query: StandardQuery) -> AllocationCandidatesRequest:

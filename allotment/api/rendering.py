@@ -74,7 +74,27 @@ def cache_headers_at(version: tuple[int, int]) -> bool:
 def dumps(body: Any) -> bytes:
     """JSON for a response body (compact; orjson is several times faster
     than the standard library on the big documents candidates make)."""
-    return orjson.dumps(body)
+    try:
+        return orjson.dumps(body)
+    except orjson.JSONEncodeError:
+        # orjson writes integers of 64 bits at most, and JSON has no bound:
+        # a capacity is (total - reserved) times a float ratio, up to about
+        # 7e47, and upstream writes it whole.  Such an integer goes in as
+        # its own text.  Any other failure is raised again below.
+        return orjson.dumps(_wide_ints_as_text(body))
+
+
+def _wide_ints_as_text(value: Any) -> Any:
+    if type(value) is int:
+        return value if -_INT64 <= value < _INT64 else orjson.Fragment(str(value))
+    if type(value) is dict:
+        return {k: _wide_ints_as_text(v) for k, v in value.items()}
+    if type(value) in (list, tuple):
+        return [_wide_ints_as_text(v) for v in value]
+    return value
+
+
+_INT64 = 2 ** 63
 
 
 def fragment(body: Any) -> orjson.Fragment:
@@ -84,7 +104,7 @@ def fragment(body: Any) -> orjson.Fragment:
     size of the JSON; a cache of thousands of small encodings would hold
     twenty times the memory they need.  The copy is exactly as long.
     """
-    return orjson.Fragment(memoryview(orjson.dumps(body)).tobytes())
+    return orjson.Fragment(memoryview(dumps(body)).tobytes())
 
 
 def set_cache_headers(

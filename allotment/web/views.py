@@ -59,9 +59,11 @@ def _int_param(req: falcon.Request, name: str, default: int, low: int, high: int
     raw = req.get_param(name) or ""
     if not raw:
         return default
-    if not raw.isdigit():
+    # ASCII digits only: int() reads other scripts' digits too, and refuses
+    # more than 4,300 of them (any number that long is past ``high``).
+    if not (raw.isascii() and raw.isdigit()):
         raise errors.BadRequest(f"{name} must be a whole number, not {raw!r}")
-    return max(low, min(high, int(raw)))
+    return max(low, min(high, int(raw) if len(raw) <= len(str(high)) else high))
 
 
 class Hosts(_Page):

@@ -37,7 +37,10 @@ PATH_VALUES = {
 }
 KEYS = ["resources", "required", "member_of", "in_tree", "name", "uuid", "limit",
         "group_policy", "project_id", "user_id", "consumer_type", "root_required",
-        "same_subtree", "associated", "resources1", "required_a", "member_of2", "x"]
+        "same_subtree", "associated", "resources1", "required_a", "member_of2", "x",
+        # GET /allocation_candidates's extensions (with Allotment-Extensions: 1)
+        "explain", "explain_limit", "headroom", "can_split", "isolate", "root_member_of",
+        "ignore_consumers", "preempt"]
 NUMBERS = ["0", "-1", "1", "2147483648", "9223372036854775808", "1" + "0" * 400,
            "1e400", "NaN", "1.5"]
 
@@ -98,6 +101,7 @@ headers = st.fixed_dictionaries({}, optional={
         ["application/json", "text/plain", "application/json; charset=latin-1",
          "application/x-www-form-urlencoded", ""]),
     "Accept": st.sampled_from(["application/json", "text/html", "*/*", "junk"]),
+    "Allotment-Extensions": st.sampled_from(["1", " 1 ", "2", ""]),
 })
 
 
@@ -123,11 +127,18 @@ def hostile_requests(draw, template: str):
 
 @pytest.fixture
 def world(api) -> str:
-    # The real ids the fuzzer uses name a real provider with inventory.
+    # The real ids the fuzzer uses name a real provider with inventory, in
+    # a tree (searched as nested trees are), with a capacity past 64 bits.
     create(api, "fuzz", uuid=RP)
+    wide = 2147483647
     assert api.put(f"/resource_providers/{RP}/inventories", json={
         "resource_provider_generation": 0,
-        "inventories": {"VCPU": {"total": 8}}}).status == 200
+        "inventories": {"VCPU": {"total": 8}, "MEMORY_MB": {
+            "total": wide, "max_unit": wide, "allocation_ratio": 3.4e38}}}).status == 200
+    child = create(api, "fuzz-child", parent=RP)
+    assert api.put(f"/resource_providers/{child}/inventories", json={
+        "resource_provider_generation": 0,
+        "inventories": {"VCPU": {"total": 4}}}).status == 200
     return RP
 
 

@@ -60,6 +60,14 @@ def test_paging(api, world):
     # The total is of every host, not of the page.
     assert 'id="count">3<' in second
 
+    # A number past any page is the last page; other scripts' digits, which
+    # int() reads, are not a number here.
+    assert hosts_on(api.get("/ui?per_page=2&page=" + "9" * 5000).text) == ["shared-disk"]
+    assert hosts_on(api.get("/ui?per_page=" + "9" * 5000).text) == [
+        "compute-1", "compute-2", "shared-disk"]
+    assert api.get("/ui?page=%C2%B2", headers=HTML).status == 400  # superscript two
+    assert api.get("/ui?page=%D9%A3", headers=HTML).status == 400  # Arabic-Indic three
+
 
 def test_errors_are_pages_for_browsers(api, world):
     resp = api.get("/ui/trees/00000000-0000-0000-0000-000000000000", headers=HTML)
