@@ -98,11 +98,13 @@ def _bodies(backend: str, table: str, event: str) -> list[str]:
 # provider's row lock that allotment's claims take first too: two writers
 # that each checked usage before the other committed cannot both commit
 # past capacity.  (Upstream Placement 16.0.0 lets that happen between its
-# own processes too.)  An allocation that does not fit aborts the writer's
-# transaction as a deadlock would, so that upstream's allocation writes,
-# which run again after a deadlock, do so: they then see the usage that is
-# there and answer as they would have.  SQLite writers are serial: there
-# every writer's own check already saw everything.
+# own processes too.)  An allocation that does not fit is refused as a
+# deadlock: nothing of it is stored.  Upstream 16.0.0 runs an allocation
+# write again after a deadlock, but in the same transaction (aborted on
+# PostgreSQL; on MySQL a trigger's error undoes its statement only, and the
+# transaction's snapshot still lacks the concurrent claim), so it answers
+# 500 (docs/adopting.md).  SQLite writers are serial: there every writer's
+# own check already saw everything.
 _USED = ("SELECT COALESCE(SUM(a.used), 0) FROM allocations a WHERE "
          "a.resource_provider_id = NEW.resource_provider_id "
          "AND a.resource_class_id = NEW.resource_class_id")

@@ -507,3 +507,39 @@ def test_another_program_cannot_allocate_past_capacity(upstream_url):
     assert used == 1000
     engine.dispose()
     db.dispose()
+
+
+
+def test_a_refused_allocation_undoes_its_statement_only_on_mysql(upstream_url):
+    """docs/adopting.md: upstream's retry after the guard runs in the same
+    transaction.  On MySQL and MariaDB a trigger's error undoes the one
+    statement: the transaction goes on, with what it wrote before."""
+    if not upstream_url.startswith("mysql"):
+        pytest.skip("PostgreSQL aborts the whole transaction; SQLite has no guard")
+    ids = fill(upstream_url)  # DISK_GB on the root: 1000, of which 100 used
+    db = open_db(upstream_url)
+    migration.upgrade(db.engine)
+    engine = plain_engine(upstream_url)
+    held = tables.allocations.c
+    with engine.connect() as conn:
+        root = conn.execute(sa.select(tables.resource_providers.c.id).where(
+            tables.resource_providers.c.uuid == ids["root"])).scalar()
+        conn.rollback()
+
+        def claim(used: int) -> None:
+            conn.execute(sa.insert(tables.allocations).values(
+                resource_provider_id=root, consumer_id=str(uuid.uuid4()),
+                resource_class_id=2, used=used, created_at=clock.utcnow()))
+
+        def used() -> int:
+            return conn.execute(sa.select(sa.func.sum(held.used)).where(
+                held.resource_provider_id == root, held.resource_class_id == 2)).scalar()
+
+        with conn.begin():
+            claim(400)
+            with pytest.raises(sa.exc.OperationalError, match=r"(?i)deadlock"):
+                claim(501)
+            assert used() == 500  # the first claim is still there
+        assert used() == 500  # committed: the first claim, not the refused one
+    engine.dispose()
+    db.dispose()
