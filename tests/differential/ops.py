@@ -106,7 +106,9 @@ def _inventory() -> st.SearchStrategy:
         max_unit = draw(st.sampled_from((total, total, total, 1, max(1, total // 2))))
         step = draw(st.sampled_from((1, 1, 1, 1, 2)))
         min_unit = draw(st.sampled_from((1, 1, step)))
-        ratio = draw(st.sampled_from((1.0, 1.0, 2.0, 0.5)))
+        # 3.4e38, the largest ratio either accepts, makes a capacity past
+        # 64 bits, which both must write whole.
+        ratio = draw(st.sampled_from((1.0, 1.0, 2.0, 0.5, 1.0, 1.0, 2.0, 0.5, 3.4e38)))
         return total, reserved, min_unit, max(max_unit, min_unit), step, ratio
     return build()
 
