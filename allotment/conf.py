@@ -89,6 +89,28 @@ placement_opts = [
                help="Order candidates across root providers."),
 ]
 
+# Bounds on what one request may ask for, so that no request, however
+# malformed or hostile, can pin a worker or exhaust its memory.  The
+# defaults are far above anything a scheduler or a driver sends.
+request_bound_opts = [
+    cfg.IntOpt("max_query_string_length", default=8192, min=256,
+               help="Longest query string accepted, in bytes as sent "
+               "(percent-encoded). Longer ones are refused with 414."),
+    cfg.IntOpt("max_query_parameters", default=1000, min=16,
+               help="Most key=value pairs accepted in one query string; more "
+               "are refused with 400."),
+    cfg.IntOpt("max_json_depth", default=32, min=8,
+               help="Deepest nesting of arrays and objects accepted in a JSON "
+               "body; deeper documents are refused with 400."),
+    cfg.IntOpt("max_request_groups", default=128, min=1,
+               help="Most request groups (the unsuffixed one and each "
+               "resources/required/member_of/in_tree suffix) accepted in one "
+               "query; more are refused with 400."),
+    cfg.IntOpt("max_any_of_members", default=256, min=1,
+               help="Most members of one 'in:' list (required=in:... or "
+               "member_of=in:...); more are refused with 400."),
+]
+
 # Options of our own, for what upstream Placement does not have.
 allotment_opts = [
     cfg.BoolOpt("rotate_allocation_candidates", default=False,
@@ -111,25 +133,7 @@ allotment_opts = [
                help="Seconds one SQL statement (lock waits included) may run on "
                "PostgreSQL or MySQL before the database cancels it and the "
                "request is answered 503; 0 for no limit."),
-    # Bounds on what one request may ask for, so that no request, however
-    # malformed or hostile, can pin a worker or exhaust its memory.  The
-    # defaults are far above anything a scheduler or a driver sends.
-    cfg.IntOpt("max_query_string_length", default=8192, min=256,
-               help="Longest query string accepted, in bytes as sent "
-               "(percent-encoded). Longer ones are refused with 414."),
-    cfg.IntOpt("max_query_parameters", default=1000, min=16,
-               help="Most key=value pairs accepted in one query string; more "
-               "are refused with 400."),
-    cfg.IntOpt("max_json_depth", default=32, min=8,
-               help="Deepest nesting of arrays and objects accepted in a JSON "
-               "body; deeper documents are refused with 400."),
-    cfg.IntOpt("max_request_groups", default=128, min=1,
-               help="Most request groups (the unsuffixed one and each "
-               "resources/required/member_of/in_tree suffix) accepted in one "
-               "query; more are refused with 400."),
-    cfg.IntOpt("max_any_of_members", default=256, min=1,
-               help="Most members of one 'in:' list (required=in:... or "
-               "member_of=in:...); more are refused with 400."),
+    *request_bound_opts,
     cfg.IntOpt("client_timeout", default=30, min=1,
                help="allotment-api only: seconds a client has, from the moment "
                "its connection is accepted, to send its whole request, and "

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os_resource_classes
-from sqlalchemy.engine import Row
+from sqlalchemy.engine import Connection, Row
 
 from allotment import errors
 from allotment.storage import resource_classes as store
@@ -22,12 +22,16 @@ def list_classes(db: Database) -> list[Row]:
         return store.list_all(conn)
 
 
-def get_class(db: Database, name: str) -> Row:
-    with db.read() as conn:
-        row = store.get(conn, name)
+def _existing(conn: Connection, name: str) -> Row:
+    row = store.get(conn, name)
     if row is None:
         raise errors.NotFound(f"No such resource class {name}.")
     return row
+
+
+def get_class(db: Database, name: str) -> Row:
+    with db.read() as conn:
+        return _existing(conn, name)
 
 
 @retry.retried
@@ -49,8 +53,7 @@ def ensure_class(db: Database, name: str) -> tuple[Row, bool]:
 @retry.retried
 def rename_class(db: Database, name: str, new_name: str) -> Row:
     with db.write() as conn:
-        if store.get(conn, name) is None:
-            raise errors.NotFound(f"No such resource class {name}.")
+        _existing(conn, name)
         if not is_custom(name):
             raise errors.BadRequest(f"Cannot update standard resource class {name}")
         if new_name != name and not store.rename(conn, name, new_name):
@@ -61,9 +64,7 @@ def rename_class(db: Database, name: str, new_name: str) -> Row:
 @retry.retried
 def delete_class(db: Database, name: str) -> None:
     with db.write() as conn:
-        row = store.get(conn, name)
-        if row is None:
-            raise errors.NotFound(f"No such resource class {name}.")
+        row = _existing(conn, name)
         if not is_custom(name):
             raise errors.BadRequest(
                 "Error in delete resource class: Cannot delete standard "

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os_traits
-from sqlalchemy.engine import Row
+from sqlalchemy.engine import Connection, Row
 
 from allotment import errors
 from allotment.storage import retry
@@ -13,12 +13,16 @@ from allotment.storage.db import Database
 CUSTOM_PREFIX = os_traits.CUSTOM_NAMESPACE
 
 
-def get_trait(db: Database, name: str) -> Row:
-    with db.read() as conn:
-        row = store.get(conn, name)
+def _existing(conn: Connection, name: str) -> Row:
+    row = store.get(conn, name)
     if row is None:
         raise errors.NotFound(f"No such trait(s): {name}.")
     return row
+
+
+def get_trait(db: Database, name: str) -> Row:
+    with db.read() as conn:
+        return _existing(conn, name)
 
 
 @retry.retried
@@ -30,9 +34,7 @@ def ensure_trait(db: Database, name: str) -> tuple[Row, bool]:
 @retry.retried
 def delete_trait(db: Database, name: str) -> None:
     with db.write() as conn:
-        row = store.get(conn, name)
-        if row is None:
-            raise errors.NotFound(f"No such trait(s): {name}.")
+        row = _existing(conn, name)
         if not name.startswith(CUSTOM_PREFIX):
             raise errors.BadRequest(f"Cannot delete standard trait {name}.")
         if store.in_use(conn, row.id):

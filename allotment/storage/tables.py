@@ -30,23 +30,23 @@ def _timestamps() -> list[sa.Column]:
     ]
 
 
-resource_classes = sa.Table(
-    "resource_classes",
-    metadata,
-    *_timestamps(),
-    sa.Column("id", sa.Integer, primary_key=True),
-    sa.Column("name", sa.String(255), nullable=False),
-    sa.UniqueConstraint("name", name="uniq_resource_classes0name"),
-)
+def _names(name: str, column: str, kind: sa.types.TypeEngine, **id_options: bool) -> sa.Table:
+    """A table of unique names, each with an integer id: five of upstream's
+    tables have this shape, differing in the column's name and type and in
+    whether upstream's migrations declare the id ``autoincrement``."""
+    return sa.Table(
+        name,
+        metadata,
+        *_timestamps(),
+        sa.Column("id", sa.Integer, primary_key=True, **id_options),
+        sa.Column(column, kind, nullable=False),
+        sa.UniqueConstraint(column, name=f"uniq_{name}0{column}"),
+    )
 
-traits = sa.Table(
-    "traits",
-    metadata,
-    *_timestamps(),
-    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("name", sa.Unicode(255), nullable=False),
-    sa.UniqueConstraint("name", name="uniq_traits0name"),
-)
+
+resource_classes = _names("resource_classes", "name", sa.String(255))
+
+traits = _names("traits", "name", sa.Unicode(255), autoincrement=True)
 
 resource_providers = sa.Table(
     "resource_providers",
@@ -114,32 +114,11 @@ resource_provider_traits = sa.Table(
              "resource_provider_id", "trait_id"),
 )
 
-projects = sa.Table(
-    "projects",
-    metadata,
-    *_timestamps(),
-    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("external_id", sa.String(255), nullable=False),
-    sa.UniqueConstraint("external_id", name="uniq_projects0external_id"),
-)
+projects = _names("projects", "external_id", sa.String(255), autoincrement=True)
 
-users = sa.Table(
-    "users",
-    metadata,
-    *_timestamps(),
-    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("external_id", sa.String(255), nullable=False),
-    sa.UniqueConstraint("external_id", name="uniq_users0external_id"),
-)
+users = _names("users", "external_id", sa.String(255), autoincrement=True)
 
-consumer_types = sa.Table(
-    "consumer_types",
-    metadata,
-    *_timestamps(),
-    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-    sa.Column("name", sa.Unicode(255), nullable=False),
-    sa.UniqueConstraint("name", name="uniq_consumer_types0name"),
-)
+consumer_types = _names("consumer_types", "name", sa.Unicode(255), autoincrement=True)
 
 consumers = sa.Table(
     "consumers",
