@@ -104,7 +104,7 @@ class AllocationCandidates(Resource):
 def write(resp: falcon.Response, asked: CandidatesQuery, answer: Answer) -> None:
     """Write ``answer`` to ``asked``."""
     if answer.encoded is not None:
-        telemetry.metrics().candidates.observe(len(answer.encoded.requests))
+        telemetry.metrics().candidates.observe(answer.encoded.count)
         data = assembled_body(answer.encoded.requests, answer.encoded.summaries)
     else:
         telemetry.metrics().candidates.observe(

@@ -21,8 +21,6 @@ section never keeps more than about that (see :func:`trim`).
 from __future__ import annotations
 
 import bisect
-import itertools
-from collections.abc import Iterator
 
 from allotment.engine.live import LiveSnapshot
 
@@ -45,18 +43,15 @@ def start(snap: LiveSnapshot) -> int:
     return snap.generations_total() * STEP % roots
 
 
-def rotated(snap: LiveSnapshot, anchors: list[int], first: int) -> Iterator[int]:
-    """``anchors`` (roots in UUID order) beginning at the first of them at or
-    after the root of rank ``first``, the ones before it after the rest.
-
-    Not copied: an answer often stops after its first few trees, and a
-    rotated copy of every anchor cost more than the rest of its round at
-    10,000 hosts (an anchor taken by index is dearer when every one is)."""
+def offset(snap: LiveSnapshot, anchors: list[int], first: int) -> int:
+    """The position in ``anchors`` (roots in UUID order) of the first of them
+    at or after the root of rank ``first``: rounds walk from there to the
+    end, then from the beginning to just before it (0 past the last)."""
     if not anchors:
-        return iter(())
+        return 0
     uuids = snap.uuids
     at = bisect.bisect_left(anchors, uuids[snap.roots[first]], key=uuids.__getitem__)
-    return itertools.chain(itertools.islice(anchors, at, None), itertools.islice(anchors, at))
+    return at if at < len(anchors) else 0
 
 
 def rank(snap: LiveSnapshot, root: int) -> int:

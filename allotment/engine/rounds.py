@@ -32,10 +32,10 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import random
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
-from allotment.engine import rotation
+from allotment.engine import first_round, rotation
 from allotment.engine.codec import Encoder
 from allotment.engine.live import LiveSnapshot
 from allotment.engine.plan import Plan
@@ -65,12 +65,15 @@ WHOLE_TREES_KEPT = 4096
 @dataclass(frozen=True)
 class Assembled:
     """The encoded allocation requests of an answer, and the encoded
-    summaries of its trees, in the order of the answer; ``reused``: how
-    many trees' kept candidates it took."""
+    summaries of its trees, in the order of the answer, as pieces the
+    encoder wrote: a piece may hold several requests or trees, joined
+    (engine.first_round); ``reused``: how many trees' kept candidates it
+    took; ``count``: how many requests."""
 
     requests: list[bytes]
     summaries: list[bytes]
     reused: int = 0
+    count: int = 0
 
 
 def serves(snap: object, request: AllocationCandidatesRequest) -> bool:
@@ -95,6 +98,7 @@ def _brought_up(section: dict, snap: LiveSnapshot, names_version: int) -> None:
             # the tree it is in now.
             pop(i, None)
             pop(root[i], None)
+        first_round.forget(section, [*touched, *map(root.__getitem__, touched)])
     section[_STATE] = (snap.touch_mark(), names_version)
 
 
@@ -121,14 +125,11 @@ def assemble(snap: LiveSnapshot, memo: Callable[[Hashable], dict], names_version
     _brought_up(trees, snap, names_version)
     many = snap.trees_of_many().get
 
-    def summaries(roots: list[int]) -> list[bytes]:
-        # Each tree's summary as kept (a lookup in C for the thousand trees
-        # of nova's usual answer), made only for the trees not kept.
-        found = list(map(trees.get, roots))
-        if None in found:
-            for k, r in enumerate(roots):
-                if found[k] is None:
-                    found[k] = trees[r] = encoder.tree(summaries_of(many(r) or (r,)))
+    def summary(r: int) -> bytes:
+        # A tree's summary as kept, made only for a tree not kept.
+        found = trees.get(r)
+        if found is None:
+            found = trees[r] = encoder.tree(summaries_of(many(r) or (r,)))
         return found
 
     if rng is None:
@@ -136,33 +137,30 @@ def assemble(snap: LiveSnapshot, memo: Callable[[Hashable], dict], names_version
         _brought_up(rows, snap, names_version)
         anchors = plan.anchors(None)
         first = rotation.start(snap) if rotate else None
-        if first is not None:
-            anchors = rotation.rotated(snap, anchors, first)
-        requests, roots, reused, walked = _in_order(plan, anchors, rows, encoder.candidate,
-                                                    limit)
-        if first is not None and walked is not None:
-            # The summaries' trees in UUID order, as the general path writes them.
-            roots.sort(key=snap.uuids.__getitem__)
-            encoded = summaries(roots)
-            reached = rotation.rank(snap, walked)
+        at = rotation.offset(snap, anchors, first) if first is not None else 0
+        requests, count, found, reused = _in_order(plan, anchors, at, rows, encoder.candidate,
+                                                   summary, limit)
+        if first is not None and found.walked is not None:
+            reached = rotation.rank(snap, found.walked)
             rotation.trim(rows, snap, first, reached)
             rotation.trim(trees, snap, first, reached)
-            return Assembled(requests, encoded, reused)
-    else:
-        rows = memo(("candidate-rounds-whole", kind, encoder.shape))
-        _brought_up(rows, snap, names_version)
-        requests, roots, reused = _at_random(plan, rows, encoder.candidate, limit, rng)
+            first_round.prune(rows)
         # The summaries' trees in UUID order, as the general path writes them.
-        roots.sort(key=snap.uuids.__getitem__)
-    return Assembled(requests, summaries(roots), reused)
+        return Assembled(requests, found.summaries_in_order(), reused, count)
+    rows = memo(("candidate-rounds-whole", kind, encoder.shape))
+    _brought_up(rows, snap, names_version)
+    requests, roots, reused = _at_random(plan, rows, encoder.candidate, limit, rng)
+    # The summaries' trees in UUID order, as the general path writes them.
+    roots.sort(key=snap.uuids.__getitem__)
+    return Assembled(requests, list(map(summary, roots)), reused, len(requests))
 
 
-def _in_order(plan: Plan, anchors: Iterable[int], rows: dict,
-              encode: Callable[[Candidate], bytes], limit: int,
-              ) -> tuple[list[bytes], list[int], int, int | None]:
-    """(encoded requests, roots of the answer in order, trees reused, the
-    last of ``anchors`` the first round walked to) of an answer in
-    rounds over ``anchors`` in their order: each tree's candidates in its
+def _in_order(plan: Plan, anchors: list[int], at: int, rows: dict,
+              encode: Callable[[Candidate], bytes], summary: Callable[[int], bytes],
+              limit: int) -> tuple[list[bytes], int, first_round.Round, int]:
+    """(pieces of encoded requests, how many requests, the first round,
+    trees reused) of an answer in rounds over ``anchors`` from position
+    ``at`` round to the one before it: each tree's candidates in its
     search's order, as many of them kept as answers took."""
 
     def row(r: int, need: int) -> list:
@@ -177,32 +175,17 @@ def _in_order(plan: Plan, anchors: Iterable[int], rows: dict,
     # How many rounds the last answer of this kind took: a tree made again
     # is searched that deep at once, not once per round.
     depth = rows.get(_DEPTH, 1)
-    reused = 0
-    requests: list[bytes] = []
-    roots: list[int] = []
-    alive: list[tuple[int, list]] = []
-    get = rows.get
-    r = None
-    for r in anchors:
-        kept = get(r)
+    found = first_round.take(anchors, at, rows, lambda r: row(r, depth), summary, limit)
+    requests, count, reused = found.requests, found.count, found.reused
+    # Later rounds: the next candidate of each tree that has one.
+    alive = []
+    for r in found.alive if count < limit else ():
+        kept = rows.get(r)
         if kept is None:
             kept = rows[r] = row(r, depth)
-        else:
-            reused += 1
-        found = kept[0]
-        if found:
-            if kept[1] or len(found) > 1:
-                # Only a tree with more to give takes part in later rounds
-                # (a flat host's one candidate does not).
-                alive.append((r, kept))
-            requests.append(found[0])
-            roots.append(r)
-            if len(requests) == limit:
-                break
-    walked = r  # the last anchor the first round looked at
-    # Later rounds: the next candidate of each tree that has one.
+        alive.append((r, kept))
     k = 1
-    while alive and len(requests) < limit:
+    while alive and count < limit:
         still = []
         for r, kept in alive:
             if len(kept[0]) <= k:
@@ -212,12 +195,13 @@ def _in_order(plan: Plan, anchors: Iterable[int], rows: dict,
                 if len(kept[0]) <= k:
                     continue
             requests.append(kept[0][k])
+            count += 1
             still.append((r, kept))
-            if len(requests) == limit:
+            if count == limit:
                 break
         alive, k = still, k + 1
     rows[_DEPTH] = k
-    return requests, roots, reused, walked
+    return requests, count, found, reused
 
 
 def _at_random(plan: Plan, rows: dict, encode: Callable[[Candidate], bytes],

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
+from allotment.engine import first_round, search
 from allotment.engine import rounds as candidate_rounds
-from allotment.engine import search
 from allotment.server.app import create_app
 from tests.api.candidate_helpers import World
 from tests.conftest import make_conf
@@ -61,7 +61,10 @@ def answers(api, monkeypatch) -> None:
                 assert kept.text == general.text, (query, version, limit)
 
 
-def test_kept_answers_are_the_general_answers_through_changes(api, monkeypatch):
+@pytest.mark.parametrize("block", [first_round.BLOCK, 2, 3])
+def test_kept_answers_are_the_general_answers_through_changes(api, monkeypatch, block):
+    # Small blocks: the first round of these answers taken in blocks (engine.first_round).
+    monkeypatch.setattr(first_round, "BLOCK", block)
     assembled = []
     real = candidate_rounds.assemble
     monkeypatch.setattr(candidate_rounds, "assemble",

@@ -11,6 +11,9 @@ from __future__ import annotations
 import itertools
 import json
 
+import pytest
+
+from allotment.engine import first_round
 from allotment.server.app import create_app
 from tests.api.candidate_helpers import World
 from tests.api.test_candidate_rounds import DISABLED, cloud, random_answers_hold
@@ -25,7 +28,10 @@ def rotating_api(database_url, db) -> Client:
         database_url, allotment={"rotate_allocation_candidates": True}), db=db))
 
 
-def test_rotating_answers_hold_through_changes(database_url, db, monkeypatch):
+@pytest.mark.parametrize("block", [first_round.BLOCK, 2, 3])
+def test_rotating_answers_hold_through_changes(database_url, db, monkeypatch, block):
+    # Small blocks: rotated first rounds taken in blocks (engine.first_round).
+    monkeypatch.setattr(first_round, "BLOCK", block)
     api = rotating_api(database_url, db)
     w = cloud(api)
     random_answers_hold(api, monkeypatch, rounds=2)

@@ -83,13 +83,15 @@ def test_what_is_kept_stays_within_twice_the_reach():
     assert sections[("candidate-round-trees", "hosts")][-2] == 10
 
 
-def test_rank_and_rotated():
+def test_rank_and_offset():
     snap = world(10)
     assert [rotation.rank(snap, r) for r in snap.roots] == list(range(10))
     every = list(snap.roots)
-    assert list(rotation.rotated(snap, every, 3)) == every[3:] + every[:3]
+    assert rotation.offset(snap, every, 3) == 3
     # A subset begins at its first root at or after the start's.
     odd = every[1::2]
-    assert list(rotation.rotated(snap, odd, 4)) == odd[2:] + odd[:2]
-    assert list(rotation.rotated(snap, odd, 9)) == odd[4:] + odd[:4]
-    assert list(rotation.rotated(snap, [], 3)) == []
+    assert rotation.offset(snap, odd, 4) == 2
+    assert rotation.offset(snap, odd, 9) == 4
+    # Past its last root: from its first.
+    assert rotation.offset(snap, every[:5], 7) == 0
+    assert rotation.offset(snap, [], 3) == 0
