@@ -9,17 +9,19 @@ kept row, the encoded candidate, the encoded summary) and the answer then
 joined two thousand pieces: on a flat world about half of the answer's
 time, most of it spent waiting for memory.  Here consecutive anchors are
 kept in blocks of :data:`BLOCK` trees, each holding its trees' first
-candidates joined into one piece and their summaries into another, so the
-round is a few dozen pieces and so is the join.
+candidates joined into one piece, and the summaries of a block's trees are
+kept joined into another (once for every kind of request: where the
+trees' own summaries are kept), so the round is a few dozen pieces and so
+is the join.
 
-A block is dropped as soon as any of its trees is touched (:func:`forget`,
-called where the trees' rows are dropped) and made again from the trees'
-kept rows the next time the round walks it.  The round takes a block whole
-only where the answer takes all of it (the limit left is a block or more,
-and the block lies within the walk); elsewhere, at the ends of a rotated
-round and near the limit, trees are taken one at a time.  The answer is
-the same either way: a block holds exactly what its trees give one at a
-time.
+A block, or joined summaries, is dropped as soon as any of its trees is
+touched (:func:`forget`, called where the trees' rows are dropped) and made
+again from what is kept of the trees the next time the round walks it.
+The round takes a block whole only where the answer takes all of it (the
+limit left is a block or more, and the block lies within the walk);
+elsewhere, at the ends of a rotated round and near the limit, trees are
+taken one at a time.  The answer is the same either way: a block holds
+exactly what its trees give one at a time.
 """
 
 from __future__ import annotations
@@ -33,8 +35,9 @@ from dataclasses import dataclass, field
 # (from the other trees' kept rows) and that an answer near its limit
 # walks few trees one at a time.
 BLOCK = 32
-# Where a section of rows (root -> kept row, see engine.rounds) keeps its
-# blocks; the section's other special keys are None, -1 and -2.
+# Where a section (root -> what is kept of its tree, see engine.rounds)
+# keeps what it keeps joined; the sections' other special keys are None,
+# -1 and -2.
 _BLOCKS = -3
 
 
@@ -44,16 +47,43 @@ class Block:
 
     roots: list[int]
     requests: bytes  # the first candidate of each tree that has one, joined
-    summaries: bytes  # those trees' summaries, joined, in the roots' order
-    count: int  # trees with a candidate
+    given: list[int]  # the trees that have one, in order
     alive: list[int]  # trees with more to give in later rounds
-    last: int | None  # the last tree with a candidate
+
+
+@dataclass(slots=True)
+class Summaries:
+    """The summaries of ``roots`` (a block's trees with a candidate), joined."""
+
+    roots: list[int]
+    summaries: bytes
 
 
 @dataclass(slots=True)
 class _Kept:
-    at: dict[int, Block] = field(default_factory=dict)  # first position -> block
-    of: dict[int, int] = field(default_factory=dict)  # root -> its block's first position
+    """Blocks (or joined summaries) by key, and the key each root's is
+    under.  A root is in one kept item at most: keeping one drops any other
+    its roots were in, so that dropping a root's item (:func:`forget`)
+    leaves nothing kept that describes it."""
+
+    at: dict[int, Block | Summaries] = field(default_factory=dict)
+    of: dict[int, int] = field(default_factory=dict)
+
+    def put(self, key: int, item: Block | Summaries) -> None:
+        at, of = self.at, self.of
+        for r in item.roots:
+            old = of.get(r)
+            if old is not None and old != key:
+                at.pop(old, None)
+            of[r] = key
+        at[key] = item
+
+
+def _kept(section: dict) -> _Kept:
+    kept = section.get(_BLOCKS)
+    if kept is None:
+        kept = section[_BLOCKS] = _Kept()
+    return kept
 
 
 @dataclass(slots=True)
@@ -77,14 +107,14 @@ class Round:
 
 
 def take(anchors: list[int], at: int, rows: dict, row: Callable[[int], list],
-         summary: Callable[[int], bytes], limit: int) -> Round:
+         trees: dict, summary: Callable[[int], bytes], limit: int) -> Round:
     """The first round over ``anchors`` from position ``at`` round to the one
     before it: each tree's first candidate (``rows[root]`` as kept, else
     ``row(root)``, kept), up to ``limit`` candidates, with the summary of
-    each tree that gave one."""
-    kept: _Kept | None = rows.get(_BLOCKS)
-    if kept is None:
-        kept = rows[_BLOCKS] = _Kept()
+    each tree that gave one (``summary(root)``; joined ones kept in
+    ``trees``, the section the trees' summaries are kept in, shared by
+    every kind of request: one copy of them)."""
+    blocks, joined = _kept(rows), _kept(trees)
     out = Round()
     get = rows.get
 
@@ -117,14 +147,14 @@ def take(anchors: list[int], at: int, rows: dict, row: Callable[[int], list],
                     return out
                 p += 1
                 continue
-            block = _block(kept, anchors, p, rows, row, summary, out)
-            if block.count:
+            block = _block(blocks, anchors, p, rows, row, out)
+            if block.given:
                 out.requests.append(block.requests)
-                out.summaries.append((p, block.summaries))
-                out.count += block.count
+                out.summaries.append((p, _summaries(joined, block.given, summary)))
+                out.count += len(block.given)
                 out.alive.extend(block.alive)
                 if out.count == limit:
-                    out.walked = block.last
+                    out.walked = block.given[-1]
                     return out
             p += BLOCK
     out.walked = anchors[at - 1] if n else None
@@ -132,19 +162,18 @@ def take(anchors: list[int], at: int, rows: dict, row: Callable[[int], list],
 
 
 def _block(kept: _Kept, anchors: list[int], p: int, rows: dict, row: Callable[[int], list],
-           summary: Callable[[int], bytes], out: Round) -> Block:
+           out: Round) -> Block:
     """The block of the anchors from position ``p``, as kept or made now."""
     roots = anchors[p:p + BLOCK]
     block = kept.at.get(p)
     # Anchors are the snapshot's own int objects: comparing the lists
     # compares pointers.
-    if block is not None and block.roots == roots:
+    if type(block) is Block and block.roots == roots:
         out.reused += BLOCK
         return block
     firsts: list[bytes] = []
-    summaries: list[bytes] = []
+    given: list[int] = []
     alive: list[int] = []
-    last = None
     for r in roots:
         tree = rows.get(r)
         if tree is None:
@@ -156,18 +185,27 @@ def _block(kept: _Kept, anchors: list[int], p: int, rows: dict, row: Callable[[i
             if tree[1] or len(found) > 1:
                 alive.append(r)
             firsts.append(found[0])
-            summaries.append(summary(r))
-            last = r
-        kept.of[r] = p
-    block = kept.at[p] = Block(roots, b"".join(firsts), b"".join(summaries), len(firsts),
-                               alive, last)
+            given.append(r)
+    block = Block(roots, b"".join(firsts), given, alive)
+    kept.put(p, block)
     return block
 
 
-def forget(rows: dict, touched: list[int]) -> None:
-    """Drop the blocks of ``rows`` that hold any of ``touched`` (roots, and
-    positions no longer roots: the caller passes both)."""
-    kept: _Kept | None = rows.get(_BLOCKS)
+def _summaries(kept: _Kept, given: list[int], summary: Callable[[int], bytes]) -> bytes:
+    """The summaries of ``given`` joined, as kept or joined now."""
+    item = kept.at.get(given[0])
+    if type(item) is Summaries and item.roots == given:
+        return item.summaries
+    item = Summaries(given, b"".join(map(summary, given)))
+    kept.put(given[0], item)
+    return item.summaries
+
+
+def forget(section: dict, touched: list[int]) -> None:
+    """Drop what ``section`` keeps joined (blocks, or joined summaries) of
+    any of ``touched`` (roots, and positions no longer roots: the caller
+    passes both)."""
+    kept: _Kept | None = section.get(_BLOCKS)
     if kept is None or not kept.at:
         return
     pop_of, pop_at = kept.of.pop, kept.at.pop
@@ -177,12 +215,12 @@ def forget(rows: dict, touched: list[int]) -> None:
             pop_at(p, None)
 
 
-def prune(rows: dict) -> None:
-    """Drop the blocks whose trees ``rows`` no longer keeps (a rotating
-    answer drops trees its start has passed): what blocks hold stays within
-    what the rows hold."""
-    kept: _Kept | None = rows.get(_BLOCKS)
+def prune(section: dict) -> None:
+    """Drop the blocks (or joined summaries) of trees ``section`` no longer
+    keeps (a rotating answer drops trees its start has passed): what they
+    hold stays within what the section holds tree by tree."""
+    kept: _Kept | None = section.get(_BLOCKS)
     if kept is None:
         return
-    for p in [p for p, block in kept.at.items() if block.roots[0] not in rows]:
-        del kept.at[p]
+    for key in [key for key, item in kept.at.items() if item.roots[0] not in section]:
+        del kept.at[key]

@@ -139,12 +139,13 @@ def assemble(snap: LiveSnapshot, memo: Callable[[Hashable], dict], names_version
         first = rotation.start(snap) if rotate else None
         at = rotation.offset(snap, anchors, first) if first is not None else 0
         requests, count, found, reused = _in_order(plan, anchors, at, rows, encoder.candidate,
-                                                   summary, limit)
+                                                   trees, summary, limit)
         if first is not None and found.walked is not None:
             reached = rotation.rank(snap, found.walked)
             rotation.trim(rows, snap, first, reached)
             rotation.trim(trees, snap, first, reached)
             first_round.prune(rows)
+            first_round.prune(trees)
         # The summaries' trees in UUID order, as the general path writes them.
         return Assembled(requests, found.summaries_in_order(), reused, count)
     rows = memo(("candidate-rounds-whole", kind, encoder.shape))
@@ -156,7 +157,8 @@ def assemble(snap: LiveSnapshot, memo: Callable[[Hashable], dict], names_version
 
 
 def _in_order(plan: Plan, anchors: list[int], at: int, rows: dict,
-              encode: Callable[[Candidate], bytes], summary: Callable[[int], bytes],
+              encode: Callable[[Candidate], bytes], trees: dict,
+              summary: Callable[[int], bytes],
               limit: int) -> tuple[list[bytes], int, first_round.Round, int]:
     """(pieces of encoded requests, how many requests, the first round,
     trees reused) of an answer in rounds over ``anchors`` from position
@@ -175,7 +177,8 @@ def _in_order(plan: Plan, anchors: list[int], at: int, rows: dict,
     # How many rounds the last answer of this kind took: a tree made again
     # is searched that deep at once, not once per round.
     depth = rows.get(_DEPTH, 1)
-    found = first_round.take(anchors, at, rows, lambda r: row(r, depth), summary, limit)
+    found = first_round.take(anchors, at, rows, lambda r: row(r, depth), trees, summary,
+                             limit)
     requests, count, reused = found.requests, found.count, found.reused
     # Later rounds: the next candidate of each tree that has one.
     alive = []

@@ -137,3 +137,20 @@ def test_a_claim_makes_only_its_block_again(monkeypatch):
     snap.set_generation(uuid(42), 1)
     assert ask(snap, sections, 8, 100, False, 1) == ask(snap, {}, TREE_BY_TREE, 100, False, 1)
     assert made == [40]
+
+
+def test_summaries_joined_for_one_kind_are_dropped_with_any_tree(monkeypatch):
+    # Host 0 fits one VCPU only: a block's trees with a candidate are 0-3
+    # for one kind and 1-3 for the other, whose summaries are joined apart.
+    records = host(0, 1, 0) + [r for n in range(1, 8) for r in host(n, 3, 0)]
+    snap = LiveSnapshot.build(records)
+    sections: dict = {}
+    used: dict = {}
+    one, two = (ask(snap, sections, 4, 8, False, v, used) for v in (1, 2))
+    assert one != two
+    snap.add_usage([(uuid(2), "VCPU", 1)])
+    snap.set_generation(uuid(2), 1)
+    used[uuid(2)] = 1
+    for vcpus in (1, 2):
+        assert (ask(snap, sections, 4, 8, False, vcpus, used)
+                == ask(snap, {}, TREE_BY_TREE, 8, False, vcpus, used))
