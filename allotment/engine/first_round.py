@@ -116,19 +116,14 @@ def take(anchors: list[int], at: int, rows: dict, row: Callable[[int], list],
     every kind of request: one copy of them)."""
     blocks, joined = _kept(rows), _kept(trees)
     out = Round()
-    get = rows.get
 
     def one(p: int) -> bool:
         # Position p alone; whether the limit is reached.
         r = anchors[p]
-        tree = get(r)
-        if tree is None:
-            tree = rows[r] = row(r)
-        else:
-            out.reused += 1
+        tree = _tree(rows, r, row, out)
         found = tree[0]
         if found:
-            if tree[1] or len(found) > 1:
+            if _more(tree):
                 out.alive.append(r)
             out.requests.append(found[0])
             out.summaries.append((p, summary(r)))
@@ -175,20 +170,32 @@ def _block(kept: _Kept, anchors: list[int], p: int, rows: dict, row: Callable[[i
     given: list[int] = []
     alive: list[int] = []
     for r in roots:
-        tree = rows.get(r)
-        if tree is None:
-            tree = rows[r] = row(r)
-        else:
-            out.reused += 1
+        tree = _tree(rows, r, row, out)
         found = tree[0]
         if found:
-            if tree[1] or len(found) > 1:
+            if _more(tree):
                 alive.append(r)
             firsts.append(found[0])
             given.append(r)
     block = Block(roots, b"".join(firsts), given, alive)
     kept.put(p, block)
     return block
+
+
+def _tree(rows: dict, r: int, row: Callable[[int], list], out: Round) -> list:
+    """What is kept of tree ``r`` (made now if nothing is)."""
+    tree = rows.get(r)
+    if tree is None:
+        tree = rows[r] = row(r)
+    else:
+        out.reused += 1
+    return tree
+
+
+def _more(tree: list) -> bool:
+    """Whether a tree takes part in later rounds: it has more than one
+    candidate, or may have."""
+    return tree[1] or len(tree[0]) > 1
 
 
 def _summaries(kept: _Kept, given: list[int], summary: Callable[[int], bytes]) -> bytes:
