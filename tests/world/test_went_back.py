@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import pytest
 
+from allotment.engine import first_round
 from allotment.service import allocations as allocation_service
 from allotment.service import inventories as inventory_service
 from allotment.service import resource_providers as provider_service
@@ -161,10 +162,14 @@ def test_a_lost_commit_below_the_head_is_caught_by_the_epoch(db, processes):
     _equals_a_fresh_load(db, replica)
 
 
-def test_kept_answers_go_with_the_world(api, db):
+@pytest.mark.parametrize("block", [first_round.BLOCK, 2], ids=["trees", "blocks of 2"])
+def test_kept_answers_go_with_the_world(api, db, monkeypatch, block):
     """Answers kept between requests describe the world they were made in:
-    after the database went back, none of them is handed out again."""
+    after the database went back, none of them is handed out again (nor
+    a first round kept joined in blocks of trees)."""
     from tests.api.test_resource_providers import allocate, create
+
+    monkeypatch.setattr(first_round, "BLOCK", block)
 
     hosts = [create(api, f"host-{i}") for i in range(3)]
     for h in hosts:
