@@ -138,8 +138,7 @@ def assemble(snap: LiveSnapshot, memo: Callable[[Hashable], dict], names_version
         anchors = plan.anchors(None)
         first = rotation.start(snap) if rotate else None
         at = rotation.offset(snap, anchors, first) if first is not None else 0
-        requests, count, found, reused = _in_order(plan, anchors, at, rows, encoder.candidate,
-                                                   trees, summary, limit)
+        found = _in_order(plan, anchors, at, rows, encoder.candidate, trees, summary, limit)
         if first is not None and found.walked is not None:
             reached = rotation.rank(snap, found.walked)
             rotation.trim(rows, snap, first, reached)
@@ -147,7 +146,7 @@ def assemble(snap: LiveSnapshot, memo: Callable[[Hashable], dict], names_version
             first_round.prune(rows)
             first_round.prune(trees)
         # The summaries' trees in UUID order, as the general path writes them.
-        return Assembled(requests, found.summaries_in_order(), reused, count)
+        return Assembled(found.requests, found.summaries_in_order(), found.reused, found.count)
     rows = memo(("candidate-rounds-whole", kind, encoder.shape))
     _brought_up(rows, snap, names_version)
     requests, roots, reused = _at_random(plan, rows, encoder.candidate, limit, rng)
@@ -159,11 +158,11 @@ def assemble(snap: LiveSnapshot, memo: Callable[[Hashable], dict], names_version
 def _in_order(plan: Plan, anchors: list[int], at: int, rows: dict,
               encode: Callable[[Candidate], bytes], trees: dict,
               summary: Callable[[int], bytes],
-              limit: int) -> tuple[list[bytes], int, first_round.Round, int]:
-    """(pieces of encoded requests, how many requests, the first round,
-    trees reused) of an answer in rounds over ``anchors`` from position
-    ``at`` round to the one before it: each tree's candidates in its
-    search's order, as many of them kept as answers took."""
+              limit: int) -> first_round.Round:
+    """An answer in rounds over ``anchors`` from position ``at`` round to
+    the one before it: each tree's candidates in its search's order, as many
+    of them kept as answers took (the first round's, with the later rounds'
+    requests added)."""
 
     def row(r: int, need: int) -> list:
         # [encoded candidates (at most need), whether there may be more]
@@ -179,16 +178,15 @@ def _in_order(plan: Plan, anchors: list[int], at: int, rows: dict,
     depth = rows.get(_DEPTH, 1)
     found = first_round.take(anchors, at, rows, lambda r: row(r, depth), trees, summary,
                              limit)
-    requests, count, reused = found.requests, found.count, found.reused
     # Later rounds: the next candidate of each tree that has one.
     alive = []
-    for r in found.alive if count < limit else ():
+    for r in found.alive if found.count < limit else ():
         kept = rows.get(r)
         if kept is None:
             kept = rows[r] = row(r, depth)
         alive.append((r, kept))
     k = 1
-    while alive and count < limit:
+    while alive and found.count < limit:
         still = []
         for r, kept in alive:
             if len(kept[0]) <= k:
@@ -197,14 +195,14 @@ def _in_order(plan: Plan, anchors: list[int], at: int, rows: dict,
                 kept = rows[r] = row(r, max(k + 1, 2 * len(kept[0])))
                 if len(kept[0]) <= k:
                     continue
-            requests.append(kept[0][k])
-            count += 1
+            found.requests.append(kept[0][k])
+            found.count += 1
             still.append((r, kept))
-            if count == limit:
+            if found.count == limit:
                 break
         alive, k = still, k + 1
     rows[_DEPTH] = k
-    return requests, count, found, reused
+    return found
 
 
 def _at_random(plan: Plan, rows: dict, encode: Callable[[Candidate], bytes],
